@@ -1,0 +1,333 @@
+"""The model registry: named entries ``paper[.tag]`` with their pretrained configs (timm-shaped).
+
+Each paper package ``zoo/<paper>/__init__.py`` calls :func:`register_model` for its entries and
+imports nothing else, so consulting the registry stays cheap. The entry names its LightningModule
+by a ``"module.path:ClassName"`` string; that module (and the paper's optional dependencies) is
+imported only when the entry is built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import fnmatch
+import importlib
+import importlib.util
+import os
+import pkgutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zoo._errors import MissingExtraError, UnknownModelError, ZooError
+
+#: The papers of the zoo, in paper order; also the package names under ``zoo/``.
+PAPER_NAMES = (
+    "prefetch_rag",
+    "pbsac",
+    "fedgr",
+    "promise",
+    "protovar",
+    "repa_p",
+    "renyi_neglabel_ood",
+    "boba",
+    "fair_lin_bandit",
+    "deepha",
+    "dwp",
+    "lavid",
+    "olaf_world",
+    "visual_persuasion",
+    "resettable_sketch",
+    "aporia",
+    "specexit",
+    "sae_transition_ood",
+    "gemq",
+)
+
+WEIGHTS_FILE = "model.safetensors"
+CONFIG_FILE = "config.json"
+
+
+@dataclass(frozen=True)
+class PaperRef:
+    """The paper an entry implements.
+
+    Args:
+        title: Paper title.
+        arxiv: arXiv identifier, e.g. ``"2412.00452"``.
+        authors: Author names in paper order.
+        venue: Publication venue.
+        year: Publication year.
+        code: URL of the authors' code, if public.
+    """
+
+    title: str
+    arxiv: str
+    authors: tuple[str, ...] = ()
+    venue: str = "ICML 2026"
+    year: int = 2026
+    code: str | None = None
+
+    @property
+    def url(self) -> str:
+        return f"https://arxiv.org/abs/{self.arxiv}"
+
+    def bibtex(self, key: str) -> str:
+        """A BibTeX ``@inproceedings`` entry for the paper, keyed ``key``."""
+        authors = " and ".join(self.authors) or "Unknown"
+        return (
+            f"@inproceedings{{{key},\n  title = {{{self.title}}},\n  author = {{{authors}}},\n"
+            f"  booktitle = {{{self.venue}}},\n  year = {{{self.year}}},\n  eprint = {{{self.arxiv}}},\n"
+            "  archivePrefix = {arXiv}\n}"
+        )
+
+
+@dataclass(frozen=True)
+class PretrainedCfg:
+    """What an entry publishes and how it was made.
+
+    Args:
+        paper: The paper.
+        hf_hub_id: Hub repo ``org/name`` holding the files, or None for an entry with no Hub repo.
+        revision: Hub revision the files are pinned to (a tag made by ``zoo publish`` or a commit).
+        sha256: sha256 of every published file, by file name. An entry with no ``model.safetensors``
+            here has no learned weights.
+        license: SPDX-style licence id of the weights (Hub card ``license``).
+        recipe: Path of the recipe that produced the weights, relative to the repository root.
+        task: Hub task id for the card's model-index, e.g. ``"image-classification"``.
+        datasets: Names of the data sets the weights were trained or evaluated on.
+        metrics: Headline metrics from ``zoo eval`` (copied from the card's metrics.json).
+        headline: Key of ``metrics`` shown by ``zoo list``.
+        num_params: Number of parameters of the module (shown by ``zoo list`` without building it).
+        notes: Free text: deviations, caveats.
+    """
+
+    paper: PaperRef
+    hf_hub_id: str | None = None
+    revision: str | None = None
+    sha256: Mapping[str, str] = field(default_factory=dict)
+    license: str = "apache-2.0"
+    recipe: str | None = None
+    task: str = "other"
+    datasets: tuple[str, ...] = ()
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    headline: str | None = None
+    num_params: int | None = None
+    notes: str = ""
+
+    @property
+    def has_weights(self) -> bool:
+        return WEIGHTS_FILE in self.sha256
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """A registered model.
+
+    Args:
+        name: Full name ``paper.tag``.
+        module: The LightningModule as ``"package.module:ClassName"``.
+        pretrained_cfg: Publication record.
+        default: Whether the bare paper name resolves to this entry.
+        description: One line for ``zoo list`` / ``zoo info``.
+        model_args: Init arguments used by ``zoo.load(name, pretrained=False)``.
+        requires: Import names of optional dependencies the entry needs.
+        extra: The pip extra of ``icml26-zoo`` that installs them.
+        evaluate: ``"package.module:function"`` that measures the paper's claim (``zoo eval``).
+        arm: The arm of the evaluation that this entry's weights are (default: the paper name).
+        smoke: LightningCLI overrides that shrink the recipe for a ``fast_dev_run`` test.
+    """
+
+    name: str
+    module: str
+    pretrained_cfg: PretrainedCfg
+    default: bool = False
+    description: str = ""
+    model_args: Mapping[str, Any] = field(default_factory=dict)
+    requires: tuple[str, ...] = ()
+    extra: str | None = None
+    evaluate: str | None = None
+    arm: str | None = None
+    smoke: tuple[str, ...] = ()
+
+    @property
+    def paper(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    @property
+    def tag(self) -> str:
+        return self.name.split(".", 1)[1]
+
+    @property
+    def eval_arm(self) -> str:
+        return self.arm or self.paper
+
+    @property
+    def mirror_dir(self) -> Path:
+        """The offline mirror ``hub_cards/<name>`` (inside the wheel, or at the repository root)."""
+        return hub_cards_root() / self.name
+
+    def check_requirements(self) -> None:
+        """Raise :class:`MissingExtraError` naming the pip command if an optional dependency is missing."""
+        for import_name in self.requires:
+            if importlib.util.find_spec(import_name) is None:
+                extra = f"icml26-zoo[{self.extra}]" if self.extra else import_name
+                raise MissingExtraError(
+                    f"{self.name} needs the optional dependency '{import_name}': pip install '{extra}'"
+                )
+
+    def module_class(self) -> type:
+        """Import and return the LightningModule class (checks the optional dependencies first)."""
+        self.check_requirements()
+        return import_object(self.module)
+
+
+def import_object(path: str) -> Any:
+    """Import ``"package.module:attr"`` (or ``"package.module.attr"``) and return the attribute."""
+    module_name, sep, attr = path.partition(":")
+    if not sep:
+        module_name, _, attr = path.rpartition(".")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def hub_cards_root() -> Path:
+    """Folder holding the offline mirrors: ``$ZOO_HUB_CARDS`` if set, else ``zoo/hub_cards`` in a wheel,
+    else ``hub_cards/`` in a checkout."""
+    if os.environ.get("ZOO_HUB_CARDS"):
+        return Path(os.environ["ZOO_HUB_CARDS"])
+    package_dir = Path(__file__).resolve().parent
+    for candidate in (package_dir / "hub_cards", package_dir.parent / "hub_cards"):
+        if candidate.is_dir():
+            return candidate
+    return package_dir.parent / "hub_cards"
+
+
+_ENTRIES: dict[str, ModelEntry] = {}
+_DISCOVERED = False
+_NOT_PAPERS = {"common", "quant", "hub_cards"}
+
+
+def register_model(name: str, module: str, pretrained_cfg: PretrainedCfg, **kwargs: Any) -> ModelEntry:
+    """Register an entry; called from a paper package's ``__init__``.
+
+    Args:
+        name: ``paper.tag``, where ``paper`` is the package name under ``zoo/``.
+        module: The LightningModule as ``"package.module:ClassName"``.
+        pretrained_cfg: Publication record.
+        **kwargs: Further :class:`ModelEntry` fields.
+
+    Raises:
+        ZooError: On a malformed or duplicate name.
+    """
+    paper, dot, tag = name.partition(".")
+    if not (dot and paper and tag) or not all(part.isidentifier() for part in (paper, tag)):
+        raise ZooError(f"registry name {name!r} is not of the form 'paper.tag' (identifiers)")
+    if name in _ENTRIES:
+        raise ZooError(f"{name!r} is registered twice; each registry name must be unique")
+    for key in ("requires", "smoke"):
+        if key in kwargs:
+            kwargs[key] = tuple(kwargs[key])
+    entry = ModelEntry(name=name, module=module, pretrained_cfg=pretrained_cfg, **kwargs)
+    _ENTRIES[name] = entry
+    return entry
+
+
+def unregister_model(name: str) -> None:
+    """Remove an entry (for tests that register temporary entries)."""
+    _ENTRIES.pop(name, None)
+
+
+def _discover() -> None:
+    """Import every paper package's ``__init__`` once, so that their entries are registered."""
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    _DISCOVERED = True
+    import zoo
+
+    names = {info.name for info in pkgutil.iter_modules(zoo.__path__) if info.ispkg}
+    for package in sorted(names - _NOT_PAPERS, key=_paper_order):
+        if not package.startswith("_"):
+            importlib.import_module(f"zoo.{package}")
+
+
+def _paper_order(package: str) -> tuple[int, str]:
+    return (PAPER_NAMES.index(package) if package in PAPER_NAMES else len(PAPER_NAMES), package)
+
+
+def _all_entries() -> list[ModelEntry]:
+    _discover()
+    return sorted(_ENTRIES.values(), key=lambda e: _paper_order(e.paper))
+
+
+def resolve_name(name: str) -> str:
+    """The full ``paper.tag`` name for ``name`` (a bare paper name resolves to its default tag)."""
+    _discover()
+    if name in _ENTRIES:
+        return name
+    tags = [e for e in _ENTRIES.values() if e.paper == name]
+    defaults = [e for e in tags if e.default] or (tags if len(tags) == 1 else [])
+    if len(defaults) == 1:
+        return defaults[0].name
+    if tags:
+        raise UnknownModelError(
+            f"{name!r} has no default tag; choose one of: {', '.join(sorted(e.name for e in tags))}"
+        )
+    candidates = sorted(set(_ENTRIES) | {e.paper for e in _ENTRIES.values()})
+    close = difflib.get_close_matches(name, candidates, n=5, cutoff=0.5)
+    hint = f"did you mean: {', '.join(close)}?" if close else "run `zoo list` to see the registered models"
+    raise UnknownModelError(f"unknown model {name!r}; {hint}")
+
+
+def get_entry(name: str) -> ModelEntry:
+    """The :class:`ModelEntry` registered under ``name`` (or its paper's default tag).
+
+    Args:
+        name: ``paper.tag`` or a bare paper name.
+
+    Raises:
+        UnknownModelError: Listing the closest registered names.
+    """
+    return _ENTRIES[resolve_name(name)]
+
+
+def list_models(pattern: str | None = None, pretrained: bool | None = None) -> list[str]:
+    """Registered model names, in paper order.
+
+    Args:
+        pattern: Shell-style pattern matched against the full name or the paper name
+            (``"fedgr"``, ``"fedgr.*"``, ``"*quant*"``).
+        pretrained: If True, only entries with published weights; if False, only those without.
+    """
+    names = []
+    for entry in _all_entries():
+        if pattern and not (fnmatch.fnmatch(entry.name, pattern) or fnmatch.fnmatch(entry.paper, pattern)):
+            continue
+        if pretrained is not None and entry.pretrained_cfg.has_weights != pretrained:
+            continue
+        names.append(entry.name)
+    return names
+
+
+def model_info(name: str) -> dict[str, Any]:
+    """Everything the registry knows about an entry, as a JSON-serialisable dict.
+
+    Args:
+        name: ``paper.tag`` or a bare paper name.
+    """
+    entry = get_entry(name)
+    info = _jsonable(dataclasses.asdict(entry))
+    info["paper"] = entry.paper
+    info["tag"] = entry.tag
+    info["pretrained"] = entry.pretrained_cfg.has_weights
+    info["mirror"] = str(entry.mirror_dir) if entry.mirror_dir.is_dir() else None
+    return info
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value

@@ -1,0 +1,208 @@
+"""Save and load a LightningModule as a Hub folder: ``config.json`` + ``model.safetensors``.
+
+``config.json`` holds ``class_path`` and ``init_args`` (the module's saved hyper-parameters, in the
+same shape as a LightningCLI recipe's ``model:`` block), optional ``metadata`` (what the module
+reports through ``export_metadata()``, plus training facts such as the recipe's wall time). No
+pickles: weights are safetensors, and loading is strict.
+
+A module may also publish extra files (a tokenizer, an allocation table) by defining
+``export_files() -> dict[str, bytes | str]``; they are read back by its ``import_files(folder)``,
+which runs before the weights are loaded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import inspect
+import json
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from zoo._errors import ZooError
+from zoo._registry import CONFIG_FILE, WEIGHTS_FILE, get_entry, import_object
+
+
+def to_jsonable(value: Any) -> Any:
+    """Turn hyper-parameters (dataclasses, tuples, paths, enums, numpy scalars) into JSON values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 1) == 0:
+        return value.item()  # numpy / torch scalars
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    raise ZooError(f"cannot store init argument of type {type(value).__name__} in config.json; use primitives or dataclasses")
+
+
+def module_init_args(module: Any) -> dict[str, Any]:
+    """The module's init arguments as saved by ``save_hyperparameters()``, without Lightning's private keys."""
+    hparams = getattr(module, "hparams", None)
+    if hparams is None:
+        raise ZooError(f"{type(module).__name__} has no hparams; call self.save_hyperparameters() in __init__")
+    return {k: to_jsonable(v) for k, v in dict(hparams).items() if not str(k).startswith("_")}
+
+
+def _coerce(value: Any, annotation: Any) -> Any:
+    """Rebuild dataclass-typed arguments that config.json stored as dicts."""
+    if isinstance(value, Mapping):
+        candidates = typing.get_args(annotation) or (annotation,)
+        for candidate in candidates:
+            if dataclasses.is_dataclass(candidate) and isinstance(candidate, type):
+                hints = typing.get_type_hints(candidate)
+                return candidate(**{k: _coerce(v, hints.get(k, Any)) for k, v in value.items()})
+    return value
+
+
+def instantiate(cls: type, init_args: Mapping[str, Any]) -> Any:
+    """``cls(**init_args)``, turning dicts back into the dataclasses that ``__init__`` annotates.
+
+    Raises:
+        ZooError: If an argument is not accepted by ``cls``.
+    """
+    signature = inspect.signature(cls.__init__)
+    takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+    unknown = [k for k in init_args if k not in signature.parameters and not takes_kwargs]
+    if unknown:
+        accepted = ", ".join(p for p in signature.parameters if p != "self")
+        raise ZooError(f"{cls.__name__} does not accept {', '.join(map(repr, unknown))}; its arguments are: {accepted}")
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception:  # unresolvable forward references: pass values through unchanged
+        hints = {}
+    return cls(**{k: _coerce(v, hints.get(k, Any)) for k, v in init_args.items()})
+
+
+def save_pretrained(module: Any, folder: str | Path, **metadata: Any) -> Path:
+    """Write ``config.json``, ``model.safetensors`` and the module's extra files into ``folder``.
+
+    Args:
+        module: A LightningModule whose ``__init__`` called ``save_hyperparameters()``.
+        folder: Destination folder (created).
+        **metadata: JSON-serialisable facts stored under ``config.json["metadata"]``.
+
+    Returns:
+        The folder.
+    """
+    from safetensors.torch import save_file
+
+    from zoo import __version__
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    cls = type(module)
+    exported = module.export_metadata() if hasattr(module, "export_metadata") else {}
+    config = {
+        "zoo_version": __version__,
+        "class_path": f"{cls.__module__}.{cls.__qualname__}",
+        "init_args": module_init_args(module),
+        "metadata": to_jsonable({**exported, **metadata}),
+    }
+    (folder / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
+    # Clone so tied parameters become separate tensors: safetensors refuses shared storage.
+    state = {k: v.detach().to("cpu").clone().contiguous() for k, v in module.state_dict().items()}
+    save_file(state, str(folder / WEIGHTS_FILE), metadata={"format": "pt"})
+    for name, content in (module.export_files() if hasattr(module, "export_files") else {}).items():
+        path = folder / name
+        if isinstance(content, str):
+            path.write_text(content)
+        else:
+            path.write_bytes(content)
+    return folder
+
+
+def read_config(folder: str | Path) -> dict[str, Any]:
+    """The parsed ``config.json`` of a saved folder."""
+    path = Path(folder) / CONFIG_FILE
+    if not path.is_file():
+        raise ZooError(f"{path} does not exist; a pretrained folder holds {CONFIG_FILE} and {WEIGHTS_FILE}")
+    return json.loads(path.read_text())
+
+
+def load_state(module: Any, state: Mapping[str, Any], strict: bool = True) -> None:
+    """``load_state_dict`` with one-line errors for missing, unexpected or mis-shaped keys."""
+    own = module.state_dict()
+    mismatched = [k for k, v in state.items() if k in own and tuple(own[k].shape) != tuple(v.shape)]
+    if mismatched:
+        key = mismatched[0]
+        raise ZooError(
+            f"weights do not fit {type(module).__name__}: {key} is {tuple(state[key].shape)} in the file but "
+            f"{tuple(own[key].shape)} in the module ({len(mismatched)} such keys); do not override architecture arguments"
+        )
+    missing = sorted(set(own) - set(state))
+    unexpected = sorted(set(state) - set(own))
+    if strict and (missing or unexpected):
+        parts = []
+        if missing:
+            parts.append(f"missing {len(missing)} keys (e.g. {missing[0]})")
+        if unexpected:
+            parts.append(f"unexpected {len(unexpected)} keys (e.g. {unexpected[0]})")
+        raise ZooError(f"weights do not match {type(module).__name__}: {'; '.join(parts)}; pass strict=False to ignore")
+    module.load_state_dict(state, strict=False)
+
+
+def load_folder(
+    folder: str | Path,
+    *,
+    strict: bool = True,
+    map_location: str = "cpu",
+    module_class: type | None = None,
+    **overrides: Any,
+) -> Any:
+    """Build the module described by ``folder/config.json`` and load ``folder/model.safetensors`` into it.
+
+    Args:
+        folder: A folder written by :func:`save_pretrained`.
+        strict: Missing or unexpected weight keys are errors.
+        map_location: Device the weights are loaded onto; the module is moved there.
+        module_class: The class to build (default: ``config.json["class_path"]``).
+        **overrides: Init arguments that replace those in ``config.json``.
+
+    Returns:
+        The module, in eval mode.
+    """
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    config = read_config(folder)
+    cls = module_class or import_object(config["class_path"])
+    module = instantiate(cls, {**config.get("init_args", {}), **overrides})
+    if hasattr(module, "import_files"):
+        module.import_files(folder)
+    weights = folder / WEIGHTS_FILE
+    if not weights.is_file():
+        raise ZooError(f"{weights} does not exist; a pretrained folder holds {CONFIG_FILE} and {WEIGHTS_FILE}")
+    load_state(module, load_file(str(weights), device=str(map_location)), strict=strict)
+    return module.to(map_location).eval()
+
+
+def build_module(
+    name: str,
+    *,
+    pretrained: bool = False,
+    revision: str | None = None,
+    strict: bool = True,
+    map_location: str = "cpu",
+    **overrides: Any,
+) -> Any:
+    """Implementation of :func:`zoo.load`."""
+    entry = get_entry(name)
+    cls = entry.module_class()
+    if not pretrained:
+        return instantiate(cls, {**entry.model_args, **overrides}).to(map_location)
+    from zoo._hub import fetch
+
+    folder = fetch(entry.name, revision=revision)
+    class_path = read_config(folder)["class_path"]
+    if class_path.rsplit(".", 1)[-1] != cls.__name__:
+        raise ZooError(f"{entry.name}: config.json builds {class_path}, but the registry names {entry.module}")
+    return load_folder(folder, strict=strict, map_location=map_location, module_class=cls, **overrides)

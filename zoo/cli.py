@@ -1,0 +1,305 @@
+"""The ``zoo`` command (also ``python -m zoo``).
+
+``fit|validate|test|predict -c RECIPE`` run through :class:`ZooCLI`, a LightningCLI in subclass mode
+for both model and data, so a recipe names any LightningModule / LightningDataModule by class path.
+The other commands work on the registry: ``list``, ``info``, ``eval``, ``card``, ``pin``,
+``publish`` and ``demo``. Registry commands do not import Lightning or torch unless they must.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from zoo._errors import RecipeError, ZooError
+
+LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
+
+
+def _lightning_cli_class():
+    from lightning.pytorch import LightningDataModule, LightningModule
+    from lightning.pytorch.cli import LightningCLI
+
+    class ZooCLI(LightningCLI):
+        """LightningCLI with subclass mode for model and data, and one-line errors for bad recipes."""
+
+        def __init__(self, args=None, run: bool = True, **kwargs) -> None:
+            kwargs.setdefault("save_config_kwargs", {"overwrite": True})
+            kwargs.setdefault("parser_kwargs", {"exit_on_error": False})
+            super().__init__(
+                LightningModule,
+                LightningDataModule,
+                subclass_mode_model=True,
+                subclass_mode_data=True,
+                args=args,
+                run=run,
+                **kwargs,
+            )
+
+    return ZooCLI
+
+
+def ZooCLI(*args, **kwargs):  # noqa: N802 - a factory that reads like the class it builds
+    """Build the zoo's LightningCLI (imports Lightning on first use). Arguments as for ``LightningCLI``."""
+    return _lightning_cli_class()(*args, **kwargs)
+
+
+def run_lightning(argv: list[str]) -> int:
+    """Run ``fit|validate|test|predict`` through ZooCLI, turning parser errors into one line."""
+    from jsonargparse import ArgumentError
+
+    from zoo._run import RUN_INFO
+
+    RUN_INFO["configs"] = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-c", "--config")]
+    for path in RUN_INFO["configs"]:
+        if not Path(path).is_file():
+            raise RecipeError(f"recipe {path} does not exist; recipes live in recipes/<paper>/*.yaml")
+    saved_argv = sys.argv
+    sys.argv = [saved_argv[0], *argv]  # LightningCLI reads sys.argv itself when args is None
+    try:
+        ZooCLI(args=None)
+    except ArgumentError as error:
+        recipe = RUN_INFO["configs"][0] if RUN_INFO["configs"] else "the command line"
+        raise RecipeError(f"{recipe}: {_summarise(error)}; see `zoo {argv[0]} --help` or add --print_config") from None
+    finally:
+        sys.argv = saved_argv
+    return 0
+
+
+_NOISE = ("Subtypes:", "Given value type:", "Errors:", "Parser key", "Does not validate", "- Expected a <class 'NoneType'>")
+
+
+def _summarise(error: Exception) -> str:
+    """One line from jsonargparse's nested message: the dotted key and the specific complaints."""
+    import re
+
+    text = str(error)
+    keys = re.findall(r'Parser key "([^"]+)"', text)
+    key = ".init_args.".join(keys[:2]) + "".join(f".{k}" for k in keys[2:]) if keys else ""
+    details = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(_NOISE) or "NestedArg(" in line:
+            continue
+        details.append(line.lstrip("- ").rstrip(":"))
+    message = ": ".join(details) or type(error).__name__
+    return f"{key}: {message}" if key else message
+
+
+# ---------------------------------------------------------------------------------------- registry commands
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    import zoo
+
+    names = zoo.list_models(args.pattern, pretrained=True if args.pretrained else None)
+    if not names:
+        print("The zoo has no registered models yet." if args.pattern is None else f"No model matches {args.pattern!r}.")
+        return 0
+    rows = [("name", "paper", "params", "pretrained", "headline metric")]
+    for name in names:
+        cfg = zoo.get_entry(name).pretrained_cfg
+        metric = ""
+        if cfg.headline and cfg.headline in cfg.metrics:
+            metric = f"{cfg.headline}={cfg.metrics[cfg.headline]:.4g}"
+        params = _human(cfg.num_params) if cfg.num_params else "-"
+        rows.append((name, f"{cfg.paper.title[:48]} ({cfg.paper.arxiv})", params, "yes" if cfg.has_weights else "no", metric))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for i, row in enumerate(rows):
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        if i == 0:
+            print("  ".join("-" * width for width in widths))
+    return 0
+
+
+def _human(count: int) -> str:
+    for unit, scale in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if count >= scale:
+            return f"{count / scale:.1f}{unit}"
+    return str(count)
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    import zoo
+
+    print(json.dumps(zoo.model_info(args.name), indent=2))
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from zoo._eval import run_eval, write_cards
+
+    result = run_eval(args.name, seeds=args.seeds, retrain=args.retrain)
+    text = json.dumps(result, indent=2, allow_nan=False)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(text + "\n")
+        print(f"wrote {args.json}", file=sys.stderr)
+    else:
+        print(text)
+    if args.card:
+        for folder in write_cards(result):
+            print(f"updated {folder}", file=sys.stderr)
+    return 0
+
+
+def cmd_card(args: argparse.Namespace) -> int:
+    from zoo._cards import write_card
+
+    print(write_card(args.name, metrics_path=args.metrics))
+    return 0
+
+
+def cmd_pin(args: argparse.Namespace) -> int:
+    import shutil
+
+    import zoo
+    from zoo._hub import pinned_files
+    from zoo._serialization import read_config
+
+    entry = zoo.get_entry(args.name)
+    folder = entry.mirror_dir
+    if args.source:
+        source = Path(args.source)
+        read_config(source)  # fails with a clear message if this is not an exported folder
+        folder.mkdir(parents=True, exist_ok=True)
+        for path in source.iterdir():
+            if path.is_file():
+                shutil.copy2(path, folder / path.name)
+    print(json.dumps({"sha256": pinned_files(folder)}, indent=2))
+    return 0
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    from zoo._hub import publish
+
+    commit = publish(args.name, args.repo_id, tag=args.tag, token=args.token, private=args.private)
+    print(commit)
+    print(f"pin it in the registry: revision={commit!r}", file=sys.stderr)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    import zoo
+
+    cmd_list(argparse.Namespace(pattern=None, pretrained=False))
+    names = zoo.list_models(pretrained=True)
+    if not names:
+        print("\nNo paper has landed with pretrained weights yet, so there is nothing to evaluate: the registry above is the demo.")
+        return 0
+    name = zoo.resolve_name("fedgr") if "fedgr" in {zoo.get_entry(n).paper for n in names} else names[0]
+    from zoo._eval import score_pretrained
+
+    print(f"\nzoo.load({name!r}, pretrained=True), then scored offline:")
+    started = time.perf_counter()
+    scores = score_pretrained(name)
+    card = zoo.get_entry(name).pretrained_cfg.metrics
+    for key, value in scores.items():
+        published = f" (card: {card[key]:.4g})" if key in card else ""
+        print(f"  {key} = {value:.4g}{published}")
+    print(f"  in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="zoo",
+        description="icml26-zoo: ICML 2026 papers as Lightning modules with pretrained checkpoints. "
+        "Training: zoo {fit,validate,test,predict} -c RECIPE (LightningCLI; see `zoo fit --help`).",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bars (for piped output)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("list", help="table of registered models")
+    p.add_argument("pattern", nargs="?", default=None, help="shell pattern on the name or paper, e.g. 'fedgr*'")
+    p.add_argument("--pretrained", action="store_true", help="only entries with published weights")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("info", help="everything the registry knows about a model (JSON)")
+    p.add_argument("name")
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("eval", help="measure the paper's claim: the method and its baselines side by side")
+    p.add_argument("name")
+    p.add_argument("--json", metavar="PATH", help="write the result here (default: stdout)")
+    p.add_argument("--seeds", type=int, nargs="+", default=None, help="seeds (default: the paper's)")
+    p.add_argument("--retrain", action="store_true", help="retrain every arm from scratch instead of using published weights")
+    p.add_argument("--card", action="store_true", help="also write metrics.json into hub_cards/ and re-render the cards")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("card", help="re-render hub_cards/NAME/README.md and its figure from metrics.json")
+    p.add_argument("name")
+    p.add_argument("--metrics", default=None, help="eval JSON to render from (default: hub_cards/NAME/metrics.json)")
+    p.set_defaults(func=cmd_card)
+
+    p = sub.add_parser("pin", help="print the sha256 pins of hub_cards/NAME (optionally copying an exported folder in)")
+    p.add_argument("name")
+    p.add_argument("--from", dest="source", default=None, help="folder written by ExportPretrained to copy in first")
+    p.set_defaults(func=cmd_pin)
+
+    p = sub.add_parser("publish", help="upload hub_cards/NAME to a Hub repo, tag it, print the commit to pin")
+    p.add_argument("name")
+    p.add_argument("--repo-id", required=True, help="ORG/REPO")
+    p.add_argument("--tag", default=None, help="tag for the commit (default: the registry's revision)")
+    p.add_argument("--token", default=None, help="Hub token (default: the logged-in one)")
+    p.add_argument("--private", action="store_true")
+    p.set_defaults(func=cmd_publish)
+
+    p = sub.add_parser("demo", help="list the zoo and score a pretrained model offline")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def _set_quiet() -> None:
+    os.environ["ZOO_QUIET"] = "1"
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+
+
+def _log_to_stderr() -> None:
+    """Show the zoo's own INFO messages (e.g. "using the offline mirror") as ``zoo: ...`` lines."""
+    logger = logging.getLogger("zoo")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("zoo: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``zoo`` console script."""
+    from zoo._run import mark_start
+
+    mark_start()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--quiet" in argv:
+        argv.remove("--quiet")
+        _set_quiet()
+        if argv and argv[0] in LIGHTNING_COMMANDS:
+            argv.append("--trainer.enable_progress_bar=false")
+    _log_to_stderr()
+    # Like `python -m`, make the working directory importable, so recipes can name the user's own modules.
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        if argv and argv[0] in LIGHTNING_COMMANDS:
+            return run_lightning(argv)
+        args = build_parser().parse_args(argv)
+        if args.quiet:
+            _set_quiet()
+        if not getattr(args, "func", None):
+            build_parser().print_help()
+            return 0
+        return args.func(args)
+    except ZooError as error:
+        print(f"zoo: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
