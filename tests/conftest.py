@@ -63,3 +63,46 @@ def hub_down(hub):
 
 def pytest_sessionfinish(session, exitstatus) -> None:
     HUB.stop()
+
+
+TINY_NAME = "tinytest.blobs"
+
+
+@pytest.fixture
+def tiny_entry(tmp_path, monkeypatch):
+    """Register the test-only tiny model as ``tinytest.blobs``, with an offline mirror under tmp_path."""
+    import torch
+
+    from tests.tiny.module import TinyClassifier
+    from zoo._hub import pinned_files
+    from zoo._registry import PaperRef, PretrainedCfg, register_model, unregister_model
+    from zoo._serialization import save_pretrained
+
+    cards = tmp_path / "hub_cards"
+    monkeypatch.setenv("ZOO_HUB_CARDS", str(cards))
+    torch.manual_seed(0)
+    save_pretrained(TinyClassifier(hidden=12), cards / TINY_NAME, training={"wall_time_s": 61.0, "seed": 0})
+    entry = register_model(
+        TINY_NAME,
+        module="tests.tiny.module:TinyClassifier",
+        description="Tiny test-only MLP on Gaussian blobs",
+        model_args={"hidden": 12},
+        evaluate="tests.tiny.evaluate:evaluate",
+        arm="tiny",
+        pretrained_cfg=PretrainedCfg(
+            paper=PaperRef(title="A Tiny Test Paper", arxiv="0000.00000", authors=("A. Tester",)),
+            hf_hub_id="test-org/tinytest-blobs",
+            revision="v1",
+            sha256=pinned_files(cards / TINY_NAME),
+            license="mit",
+            recipe="tests/tiny/recipe.yaml",
+            task="tabular-classification",
+            datasets=("blobs",),
+            metrics={},
+            headline="accuracy",
+            num_params=sum(p.numel() for p in TinyClassifier(hidden=12).parameters()),
+            notes="Test-only entry.",
+        ),
+    )
+    yield entry
+    unregister_model(TINY_NAME)

@@ -161,12 +161,13 @@ class _Handler(BaseHTTPRequestHandler):
         repo_id = f"{payload['organization']}/{payload['name']}" if payload.get("organization") else payload["name"]
         if "/" not in repo_id:
             repo_id = f"test-user/{repo_id}"
-        if repo_id in self.state.repos:
-            return self._error(409, None, "You already created this model repo")
+        url = f"{self.server.endpoint}/{repo_id}"
+        if repo_id in self.state.repos:  # the Hub's 409 carries the url too; create_repo(exist_ok=True) reads it
+            return self._json(409, {"error": "You already created this model repo", "url": url})
         repo = Repo(repo_id=repo_id)
         self.state.repos[repo_id] = repo
         self.state.commit(repo, "main", "initial commit", {".gitattributes": b"*.safetensors filter=lfs\n"})
-        self._json(200, {"url": f"{self.server.endpoint}/{repo_id}", "name": repo_id, "id": repo_id})
+        self._json(200, {"url": url, "name": repo_id, "id": repo_id})
 
     def _api_models(self, method: str, repo_id: str, rest: list[str], query: dict) -> None:
         if method == "POST" and rest and rest[0] in ("preupload", "commit", "tag"):
@@ -185,7 +186,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(200, [self._tree_entry(path, data) for path, data in sorted(commit.files.items())])
         elif method == "GET" and rest[0] == "refs":
             self._json(200, {
-                "branches": [{"name": n, "ref": f"refs/heads/{n}", "targetCommit": o} for n, o in repo.branches.items()],
+                "branches": [
+                    {"name": n, "ref": f"refs/heads/{n}", "targetCommit": o} for n, o in repo.branches.items()
+                ],
                 "tags": [{"name": n, "ref": f"refs/tags/{n}", "targetCommit": o} for n, o in repo.tags.items()],
                 "converts": [],
             })  # fmt: skip
@@ -220,7 +223,9 @@ class _Handler(BaseHTTPRequestHandler):
                 message = value.get("summary", "")
             elif item["key"] == "file":
                 content = value["content"]
-                changes[value["path"]] = base64.b64decode(content) if value.get("encoding") == "base64" else content.encode()
+                changes[value["path"]] = (
+                    base64.b64decode(content) if value.get("encoding") == "base64" else content.encode()
+                )
             elif item["key"] == "deletedFile":
                 changes[value["path"]] = None
             else:
@@ -228,7 +233,14 @@ class _Handler(BaseHTTPRequestHandler):
         if branch not in repo.branches:
             return self._error(404, "RevisionNotFound", f"Invalid rev id: {branch}")
         commit = self.state.commit(repo, branch, message, changes)
-        self._json(200, {"success": True, "commitOid": commit.oid, "commitUrl": f"{self.server.endpoint}/{repo.repo_id}/commit/{commit.oid}"})
+        self._json(
+            200,
+            {
+                "success": True,
+                "commitOid": commit.oid,
+                "commitUrl": f"{self.server.endpoint}/{repo.repo_id}/commit/{commit.oid}",
+            },
+        )
 
     def _resolve(self, repo_id: str, revision: str, path: str, method: str) -> None:
         head = method == "HEAD"

@@ -124,7 +124,6 @@ def render_card(name: str, metrics: dict[str, Any] | None = None):
             dataset_name=dataset,
             metric_type=key,
             metric_value=value,
-            source_name="zoo eval",
         )
         for key, value in metrics["arms"].get(arm, {}).items()
     ]
@@ -132,7 +131,8 @@ def render_card(name: str, metrics: dict[str, Any] | None = None):
         model_name=entry.name,
         license=cfg.license,
         library_name="zoo",
-        tags=["zoo", "icml-2026", entry.paper, "pytorch-lightning", f"arxiv:{cfg.paper.arxiv}"],
+        tags=["zoo", "icml-2026", entry.paper, "pytorch-lightning"]
+        + ([f"arxiv:{cfg.paper.arxiv}"] if cfg.paper.arxiv else []),
         datasets=list(cfg.datasets) or None,
         pipeline_tag=None if cfg.task == "other" else cfg.task,
         eval_results=eval_results or None,
@@ -153,7 +153,7 @@ def render_card(name: str, metrics: dict[str, Any] | None = None):
 
 {entry.description}
 
-Implementation of **{paper.title}** ({authors}; {paper.venue}, [arXiv:{paper.arxiv}]({paper.url})) in
+Implementation of **{paper.title}** ({authors}; {paper.venue}, [{paper.label}]({paper.link})) in
 [icml26-zoo](https://huggingface.co/icml26-zoo).{code}
 
 ## Usage
@@ -173,7 +173,7 @@ zoo eval {entry.name} --json out.json   # the paper's claim, method and baseline
 {_training_section(entry, folder)}
 ## Results
 
-Measured by `zoo eval {metrics['name']}` (zoo {metrics['zoo_version']}), seeds {metrics['seeds']}; this entry is
+Measured by `zoo eval {metrics["name"]}` (zoo {metrics["zoo_version"]}), seeds {metrics["seeds"]}; this entry is
 the arm **{arm}**. These numbers are ours, not copied from the paper.
 
 {results_table(metrics, highlight=arm)}

@@ -55,32 +55,42 @@ class PaperRef:
 
     Args:
         title: Paper title.
-        arxiv: arXiv identifier, e.g. ``"2412.00452"``.
+        arxiv: arXiv identifier, e.g. ``"2412.00452"``, or None for a paper without one.
         authors: Author names in paper order.
         venue: Publication venue.
         year: Publication year.
         code: URL of the authors' code, if public.
+        url: Where to read the paper when it has no arXiv id (OpenReview, proceedings).
     """
 
     title: str
-    arxiv: str
+    arxiv: str | None = None
     authors: tuple[str, ...] = ()
     venue: str = "ICML 2026"
     year: int = 2026
     code: str | None = None
+    url: str | None = None
 
     @property
-    def url(self) -> str:
-        return f"https://arxiv.org/abs/{self.arxiv}"
+    def link(self) -> str | None:
+        """The paper's URL: arXiv when it has an id, else ``url``."""
+        return f"https://arxiv.org/abs/{self.arxiv}" if self.arxiv else self.url
+
+    @property
+    def label(self) -> str:
+        """How cards and tables cite it: ``arXiv:ID`` or the venue."""
+        return f"arXiv:{self.arxiv}" if self.arxiv else self.venue
 
     def bibtex(self, key: str) -> str:
         """A BibTeX ``@inproceedings`` entry for the paper, keyed ``key``."""
         authors = " and ".join(self.authors) or "Unknown"
-        return (
-            f"@inproceedings{{{key},\n  title = {{{self.title}}},\n  author = {{{authors}}},\n"
-            f"  booktitle = {{{self.venue}}},\n  year = {{{self.year}}},\n  eprint = {{{self.arxiv}}},\n"
-            "  archivePrefix = {arXiv}\n}"
-        )
+        fields = [f"title = {{{self.title}}}", f"author = {{{authors}}}", f"booktitle = {{{self.venue}}}"]
+        fields.append(f"year = {{{self.year}}}")
+        if self.arxiv:
+            fields += [f"eprint = {{{self.arxiv}}}", "archivePrefix = {arXiv}"]
+        elif self.url:
+            fields.append(f"url = {{{self.url}}}")
+        return f"@inproceedings{{{key},\n  " + ",\n  ".join(fields) + "\n}"
 
 
 @dataclass(frozen=True)

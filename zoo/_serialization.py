@@ -41,7 +41,9 @@ def to_jsonable(value: Any) -> Any:
         return value.item()  # numpy / torch scalars
     if value is None or isinstance(value, bool | int | float | str):
         return value
-    raise ZooError(f"cannot store init argument of type {type(value).__name__} in config.json; use primitives or dataclasses")
+    raise ZooError(
+        f"cannot store init argument of type {type(value).__name__} in config.json; use primitives or dataclasses"
+    )
 
 
 def module_init_args(module: Any) -> dict[str, Any]:
@@ -136,7 +138,8 @@ def load_state(module: Any, state: Mapping[str, Any], strict: bool = True) -> No
         key = mismatched[0]
         raise ZooError(
             f"weights do not fit {type(module).__name__}: {key} is {tuple(state[key].shape)} in the file but "
-            f"{tuple(own[key].shape)} in the module ({len(mismatched)} such keys); do not override architecture arguments"
+            f"{tuple(own[key].shape)} in the module ({len(mismatched)} such keys); "
+            "do not override architecture arguments"
         )
     missing = sorted(set(own) - set(state))
     unexpected = sorted(set(state) - set(own))
@@ -181,7 +184,11 @@ def load_folder(
     weights = folder / WEIGHTS_FILE
     if not weights.is_file():
         raise ZooError(f"{weights} does not exist; a pretrained folder holds {CONFIG_FILE} and {WEIGHTS_FILE}")
-    load_state(module, load_file(str(weights), device=str(map_location)), strict=strict)
+    try:
+        state = load_file(str(weights), device=str(map_location))
+    except Exception as error:  # safetensors raises its own SafetensorError on a truncated or garbled file
+        raise ZooError(f"{weights} is not a readable safetensors file ({error}); export it again") from None
+    load_state(module, state, strict=strict)
     return module.to(map_location).eval()
 
 

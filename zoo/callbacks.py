@@ -14,7 +14,6 @@ import torch
 from zoo._run import RUN_INFO
 
 
-
 class ExportPretrained(pl.Callback):
     """At the end of ``fit``, write the module as a Hub folder (config.json + model.safetensors).
 

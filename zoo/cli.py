@@ -71,7 +71,14 @@ def run_lightning(argv: list[str]) -> int:
     return 0
 
 
-_NOISE = ("Subtypes:", "Given value type:", "Errors:", "Parser key", "Does not validate", "- Expected a <class 'NoneType'>")
+_NOISE = (
+    "Subtypes:",
+    "Given value type:",
+    "Errors:",
+    "Parser key",
+    "Does not validate",
+    "- Expected a <class 'NoneType'>",
+)
 
 
 def _summarise(error: Exception) -> str:
@@ -99,7 +106,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     names = zoo.list_models(args.pattern, pretrained=True if args.pretrained else None)
     if not names:
-        print("The zoo has no registered models yet." if args.pattern is None else f"No model matches {args.pattern!r}.")
+        print(
+            "The zoo has no registered models yet." if args.pattern is None else f"No model matches {args.pattern!r}."
+        )
         return 0
     rows = [("name", "paper", "params", "pretrained", "headline metric")]
     for name in names:
@@ -108,7 +117,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         if cfg.headline and cfg.headline in cfg.metrics:
             metric = f"{cfg.headline}={cfg.metrics[cfg.headline]:.4g}"
         params = _human(cfg.num_params) if cfg.num_params else "-"
-        rows.append((name, f"{cfg.paper.title[:48]} ({cfg.paper.arxiv})", params, "yes" if cfg.has_weights else "no", metric))
+        rows.append(
+            (name, f"{cfg.paper.title[:48]} ({cfg.paper.label})", params, "yes" if cfg.has_weights else "no", metric)
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for i, row in enumerate(rows):
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
@@ -190,7 +201,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     cmd_list(argparse.Namespace(pattern=None, pretrained=False))
     names = zoo.list_models(pretrained=True)
     if not names:
-        print("\nNo paper has landed with pretrained weights yet, so there is nothing to evaluate: the registry above is the demo.")
+        print(
+            "\nNo paper has landed with pretrained weights yet, so there is nothing to evaluate: "
+            "the registry above is the demo."
+        )
         return 0
     name = zoo.resolve_name("fedgr") if "fedgr" in {zoo.get_entry(n).paper for n in names} else names[0]
     from zoo._eval import score_pretrained
@@ -228,8 +242,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name")
     p.add_argument("--json", metavar="PATH", help="write the result here (default: stdout)")
     p.add_argument("--seeds", type=int, nargs="+", default=None, help="seeds (default: the paper's)")
-    p.add_argument("--retrain", action="store_true", help="retrain every arm from scratch instead of using published weights")
-    p.add_argument("--card", action="store_true", help="also write metrics.json into hub_cards/ and re-render the cards")
+    p.add_argument(
+        "--retrain", action="store_true", help="retrain every arm from scratch instead of using published weights"
+    )
+    p.add_argument(
+        "--card", action="store_true", help="also write metrics.json into hub_cards/ and re-render the cards"
+    )
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("card", help="re-render hub_cards/NAME/README.md and its figure from metrics.json")
