@@ -32,11 +32,14 @@ python=$(command -v python3.11 || command -v python3)
 "$python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || {
   echo "bootstrap: Python 3.11 is required (found $("$python" --version))" >&2; exit 1; }
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+pip_install() {  # quiet, without the notes this machine's pip prints about its local index layout
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "$@" 2>&1 \
+    | grep -v "is ignored: it is neither a file nor a directory" || true
+}
 echo "bootstrap: installing icml26-zoo[all,dev] into $venv (torch from this machine's disk; a few minutes the first time)"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[all,dev]" 2>&1 \
-  | grep -v "is ignored: it is neither a file nor a directory" || true
+pip_install -c constraints.txt -e ".[all,dev]"
 # aihwkit is the optional reference for zoo.quant.cim's noise models; only its pure-torch part is used,
 # and its declared dependencies would replace our torch, hence --no-deps.
-"$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps aihwkit==1.1.0
+pip_install --no-deps aihwkit==1.1.0
 "$venv/bin/python" -c "import zoo, torch, lightning" || { echo "bootstrap: the install failed" >&2; exit 1; }
 debian_packages
