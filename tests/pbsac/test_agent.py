@@ -1,0 +1,151 @@
+"""Networks, replay buffer, SAC/PB-SAC update, certificate and module plumbing (small and fast)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from zoo.pbsac.networks import TanhGaussianActor, TwinCritic
+from zoo.pbsac.sac import ReplayBuffer, SACAgent, SACConfig
+
+
+def test_posterior_moments_match_sampled_last_layers():
+    torch.manual_seed(0)
+    critic = TwinCritic(3, 1, hidden=16, bayesian=True, sigma_init=0.2)
+    obs, act = torch.randn(5, 3), torch.rand(5, 1) * 2 - 1
+    features = critic.features(obs, act)
+    mean, var = critic.head_moments(features)
+    std_w, std_b = critic.head_std()
+    samples = []
+    for _ in range(20_000):
+        weight = critic.head.weight + std_w * torch.randn_like(std_w)
+        bias = critic.head.bias + std_b * torch.randn_like(std_b)
+        samples.append(torch.baddbmm(bias, features, weight).squeeze(-1))
+    samples = torch.stack(samples).detach()
+    assert torch.allclose(mean, samples.mean(0), atol=0.01)
+    assert torch.allclose(var, samples.var(0), rtol=0.05)
+
+
+def test_deterministic_critic_has_no_variance_and_twins_differ():
+    critic = TwinCritic(3, 1, hidden=16)
+    mean, var = critic(torch.randn(4, 3), torch.zeros(4, 1))
+    assert var is None and mean.shape == (2, 4)
+    assert not torch.equal(mean[0], mean[1])
+
+
+def test_actor_log_prob_matches_torch_distributions():
+    torch.manual_seed(1)
+    actor = TanhGaussianActor(3, 2, hidden=16)
+    obs = torch.randn(6, 3)
+    torch.manual_seed(2)
+    action, log_prob = actor.sample(obs)
+    mean, log_std = actor.distribution(obs)
+    reference = torch.distributions.TransformedDistribution(
+        torch.distributions.Normal(mean, log_std.exp()), [torch.distributions.TanhTransform(cache_size=1)]
+    )
+    expected = reference.log_prob(action.clamp(-1 + 1e-6, 1 - 1e-6)).sum(-1)
+    assert torch.allclose(log_prob, expected, atol=1e-3)
+    assert bool((action.abs() < 1).all())
+
+
+def test_replay_buffer_layout_order_and_wraparound():
+    buffer = ReplayBuffer(4, obs_dim=2, act_dim=1)
+    for t in range(6):
+        buffer.add(np.array([t, -t]), np.array([0.5]), float(t), t == 5, np.array([t + 1, -t - 1]))
+    assert buffer.size == 4
+    recent = buffer.recent(4)
+    assert recent[:, buffer.slices["reward"]].tolist() == [2.0, 3.0, 4.0, 5.0]
+    assert recent[-1, buffer.slices["terminated"]] == 1.0
+    assert recent[0, buffer.slices["next_obs"]].tolist() == [3.0, -3.0]
+    assert recent[0, buffer.slices["obs_act"]].tolist() == [2.0, -2.0, 0.5]
+    assert buffer.sample(7).shape == (7, 2 * 2 + 1 + 2)
+    with pytest.raises(ValueError, match="capacity"):
+        ReplayBuffer(0, 2, 1)
+
+
+def _filled_buffer(n: int = 256) -> ReplayBuffer:
+    generator = np.random.default_rng(0)
+    buffer = ReplayBuffer(n, obs_dim=3, act_dim=1)
+    for _ in range(n):
+        obs = generator.standard_normal(3)
+        act = generator.uniform(-1, 1, 1)
+        buffer.add(obs, act, float(-(obs[0] ** 2) - act[0] ** 2), False, generator.standard_normal(3))
+    return buffer
+
+
+@pytest.mark.parametrize("bayesian", [False, True])
+def test_updates_reduce_td_error_and_track_targets(bayesian):
+    torch.manual_seed(0)
+    agent = SACAgent(
+        3, 1, SACConfig(hidden=32, batch_size=64, bayesian=bayesian, bound_weight=1.0 if bayesian else 0.0)
+    )
+    buffer = _filled_buffer()
+    optimizers = agent.make_optimizers()
+    batch = buffer.recent(256)
+    before = float(agent.normalised_td_losses(batch, buffer.slices).mean())
+    target_before = agent.target.head.weight.clone()
+    for _ in range(80):
+        stats = agent.update(buffer.sample(64), buffer.slices, optimizers, kappa=0.5)
+    assert float(agent.normalised_td_losses(batch, buffer.slices).mean()) < before
+    assert not torch.equal(agent.target.head.weight, target_before)  # Polyak moved the target
+    assert ("complexity" in stats) == bayesian
+    assert int(agent.prior_age) == 80
+
+
+def test_complexity_term_widens_a_too_narrow_posterior():
+    agent = SACAgent(3, 1, SACConfig(hidden=8, sigma_init=1e-3, prior_std=0.1))
+    agent.refresh_prior()
+    agent.complexity(1000).backward()
+    assert bool((agent.critic.head_rho_weight.grad < 0).all())  # descent increases sigma toward prior_std
+    assert float(agent.posterior_kl().detach()) == pytest.approx(2 * 9 * (math.log(100) + 0.5 * 1e-4 - 0.5), rel=1e-3)
+
+
+def test_certificate_on_a_short_rollout():
+    from zoo.pbsac.certificate import certify
+    from zoo.pbsac.rollout import ActionScaler
+
+    torch.manual_seed(0)
+    agent = SACAgent(3, 1, SACConfig(hidden=16))
+    agent.loss_scale.fill_(50.0)
+    slices = ReplayBuffer(1, 3, 1).slices
+    scaler = ActionScaler(np.array([-2.0], dtype=np.float32), np.array([2.0], dtype=np.float32))
+    certificate = certify(agent, "Pendulum-v1", scaler, slices, steps=400, chains=2, fresh_rollouts=2, fresh_steps=50)
+    assert certificate.n == 400 and certificate.kl == 0.0 and certificate.t_mix >= 1.0
+    assert certificate.value > certificate.iid_value > certificate.empirical_risk >= 0.0
+    assert 0.0 <= certificate.fresh_loss <= 1.0
+    assert certificate.covered == (certificate.value >= certificate.fresh_loss)
+    tuned = certify(agent, "Pendulum-v1", scaler, slices, steps=400, chains=2, posterior_steps=20, fresh_rollouts=0)
+    assert tuned.kl > 0.0 and math.isnan(tuned.fresh_loss)
+    with pytest.raises(ValueError, match="bayesian=True"):
+        certify(SACAgent(3, 1, SACConfig(hidden=16, bayesian=False)), "Pendulum-v1", scaler, slices, steps=10)
+
+
+def test_module_rejects_bad_settings_with_clear_messages():
+    from zoo.pbsac.data import PBSACDataModule
+    from zoo.pbsac.module import PBSACModule
+
+    with pytest.raises(ValueError, match="cannot make gymnasium environment 'NoSuchEnv-v0'"):
+        PBSACModule(env_id="NoSuchEnv-v0")
+    with pytest.raises(ValueError, match="Box observation and action space"):
+        PBSACModule(env_id="CartPole-v1")
+    with pytest.raises(ValueError, match="certificate_every=0"):
+        PBSACModule(bayesian=False)
+    with pytest.raises(ValueError, match="learning_starts"):
+        PBSACModule(learning_starts=0)
+    with pytest.raises(ValueError, match="total_steps and steps_per_batch"):
+        PBSACDataModule(total_steps=0)
+
+
+def test_forward_rescales_to_the_action_box_and_kappa_anneals():
+    from zoo.pbsac.module import PBSACModule
+
+    module = PBSACModule()
+    action = module(torch.randn(32, 3) * 5)
+    assert action.shape == (32, 1) and bool((action.abs() <= 2.0).all())
+    module.env_steps.fill_(7500)
+    assert module.kappa_now() == pytest.approx(0.25)
+    module.env_steps.fill_(20_000)
+    assert module.kappa_now() == 0.0
