@@ -96,14 +96,14 @@ def test_missing_extra_is_one_line(capsys):
 def test_corrupted_weights_are_one_line(tiny_entry, hf_cache, hf_offline, capsys):
     weights = tiny_entry.mirror_dir / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:100])
-    assert main(["demo"]) == 2  # demo loads the pretrained entry
+    assert main(["demo", "tinytest"]) == 2  # demo loads the pretrained entry
     line = _one_error_line(capsys)
     assert "model.safetensors" in line and "expected" in line
 
 
 def test_offline_without_cache_or_mirror_is_one_line(tiny_entry, hf_cache, hf_offline, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ZOO_HUB_CARDS", str(tmp_path / "nothing"))
-    assert main(["demo"]) == 2
+    assert main(["demo", "tinytest"]) == 2
     assert "no offline mirror" in _one_error_line(capsys)
 
 

@@ -197,6 +197,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     import zoo
+    from zoo._registry import resolve_name
 
     cmd_list(argparse.Namespace(pattern=None, pretrained=False))
     names = zoo.list_models(pretrained=True)
@@ -206,7 +207,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
             "the registry above is the demo."
         )
         return 0
-    name = zoo.resolve_name("fedgr") if "fedgr" in {zoo.get_entry(n).paper for n in names} else names[0]
+    if args.name:
+        name = resolve_name(args.name)
+    else:
+        name = resolve_name("fedgr") if "fedgr" in {zoo.get_entry(n).paper for n in names} else names[0]
     from zoo._eval import score_pretrained
 
     print(f"\nzoo.load({name!r}, pretrained=True), then scored offline:")
@@ -269,6 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_publish)
 
     p = sub.add_parser("demo", help="list the zoo and score a pretrained model offline")
+    p.add_argument("name", nargs="?", default=None, help="the model to score (default: fedgr, the flagship)")
     p.set_defaults(func=cmd_demo)
     return parser
 
