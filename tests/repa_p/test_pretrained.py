@@ -1,0 +1,65 @@
+"""The published checkpoints: bare backbones that reproduce their card's golden slice, and the claim (slow)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import zoo
+from zoo._registry import get_entry
+from zoo.repa_p.evaluate import ENTRIES, GOLDEN_LIMIT, score_pretrained
+
+
+@pytest.mark.parametrize("arm", sorted(ENTRIES))
+def test_pretrained_reproduces_the_golden_slice(arm, hf_cache, hf_offline):
+    """``zoo eval`` scored seed 0 of each arm on the first 16 ID conditions with fixed noise; so do we."""
+    entry = get_entry(ENTRIES[arm])
+    metrics = json.loads((entry.mirror_dir / "metrics.json").read_text())
+    golden = metrics["settings"]["golden_slice"][arm]
+    assert metrics["settings"]["seed0_source"][arm] == "published"  # the slice was scored on these very weights
+    module = zoo.load(entry.name, pretrained=True)
+    scores = score_pretrained(module, limit=GOLDEN_LIMIT)
+    # Same weights, same conditions, same noise: only float summation order may differ across machines.
+    assert scores["residual_id"] == pytest.approx(golden["residual_id"], rel=1e-3)
+    assert scores["mse_id"] == pytest.approx(golden["mse_id"], rel=1e-3)
+    # And the headline: a trained model is far from the untrained network's residual.
+    untrained = score_pretrained(zoo.load(entry.name), limit=4)
+    assert scores["residual_id"] < 0.5 * untrained["residual_id"]
+
+
+def test_published_repa_p_has_no_heads_in_its_weights_but_ships_them_separately(hf_cache, hf_offline):
+    from safetensors.torch import load_file
+
+    from zoo._hub import fetch
+    from zoo.repa_p.module import HEADS_FILE
+
+    folder = fetch(ENTRIES["repa_p"])
+    weights = load_file(str(folder / "model.safetensors"))
+    assert not [k for k in weights if "head" in k]
+    assert load_file(str(folder / HEADS_FILE))  # for resumed training
+    pidm = load_file(str(fetch(ENTRIES["pidm"]) / "model.safetensors"))
+    assert {k: v.shape for k, v in weights.items()} == {k: v.shape for k, v in pidm.items()}
+    assert not (fetch(ENTRIES["pidm"]) / HEADS_FILE).exists()
+
+
+@pytest.mark.slow
+def test_claim_protocol_runs_and_reports_every_metric():
+    """The full ``zoo eval repa_p --retrain`` protocol with its default seed (about 8 min on 2 cores)."""
+    from zoo._eval import run_eval
+
+    result = run_eval("repa_p", retrain=True)
+    for arm in ("pidm", "repa_p"):
+        assert set(result["arms"][arm]) >= {
+            "residual_id",
+            "residual_ood",
+            "mse_id",
+            "mse_ood",
+            "steps_to_residual_target",
+        }
+    assert result["settings"]["seed0_source"] == {"pidm": "trained", "repa_p": "trained"}
+    # Both arms learn the physics: far below an untrained network's residual on the same conditions.
+    untrained = score_pretrained(zoo.load("repa_p").eval(), limit=8)["residual_id"]
+    assert max(result["arms"][a]["residual_id"] for a in ("pidm", "repa_p")) < 0.5 * untrained
+    # PIDM reaches its own final validation residual at the latest at its last validation.
+    assert result["arms"]["pidm"]["steps_to_residual_target"] <= result["settings"]["curves"]["pidm"][-1][0]
