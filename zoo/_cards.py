@@ -90,10 +90,12 @@ def _training_section(entry: ModelEntry, folder: Path) -> str:
         lines.append(f"Trained from scratch by the recipe `{cfg.recipe}`:\n\n```bash\nzoo fit -c {cfg.recipe}\n```\n")
     if training.get("wall_time_s") is not None:
         threads = training.get("cpu_threads")
-        where = f"{training.get('accelerator', 'cpu')}" + (f", {threads} threads" if threads else "")
+        where = training.get("accelerator", "cpu") + (f", {threads} thread{'s' * (threads != 1)}" if threads else "")
+        # Manual-optimisation modules (federated rounds, RL) may leave Lightning's step counter at 0: say nothing then.
+        steps = f"{training['global_step']} optimizer steps, " if training.get("global_step") else ""
         lines.append(
             f"Measured wall time of that command: **{training['wall_time_s'] / 60:.1f} min** ({where}; "
-            f"seed {training.get('seed')}, {training.get('global_step')} optimizer steps, torch "
+            f"seed {training.get('seed')}, {steps}torch "
             f"{training.get('torch')}, lightning {training.get('lightning')}, {training.get('date')})."
         )
     return "\n".join(lines) + "\n"
