@@ -1,0 +1,234 @@
+"""DWP, Diversity-aware Weight Perturbation, for compute-in-memory (CIM) robustness (ICML 2026).
+
+Paper: "Diversity-aware Weight Perturbation Promotes Robust Adaptation" (ICML 2026,
+https://icml.cc/virtual/2026/poster/66242, as cited in CITATION.cff). It has no arXiv id (``PaperRef.arxiv``
+is None) and no public code. The training rule is a reconstruction from the abstract ("affinity-based
+selection", "sample-level prediction disagreement under diverse noise realizations", "adaptive sample
+weighting"), implemented in :mod:`zoo.dwp.dwp`:
+
+1. K weight-noise realisations per batch, additive max-scaled ``w + sigma * max|W_l| * eps`` (or
+   multiplicative) on every Linear/Conv2d weight (biases and GroupNorm are digital and clean), run through
+   ``torch.func.functional_call`` (one ``vmap`` or a loop) so gradients reach the clean weights.
+2. Affinity ``a_i = mean_k 1[argmax p_ik = y_i]``; disagreement ``d_i = (1 - a_i) + mean_k KL(p_ik || p_bar_i)``.
+3. Sample weights ``alpha_i = (1 - lam) + lam * B * softmax_i(d_i / T)`` (detached, mean 1).
+4. Loss ``mean_k mean_i alpha_i CE(p_ik, y_i)``; Adam, weight decay 0; optional linear sigma curriculum.
+
+Choices where the spec marks the method as reconstructed (R), and deviations:
+
+* K = 4, lam = 0.5, T = 0.5 (the spec's defaults); sigma_train = 0.5 additive instead of the spec's 0.2 (an
+  earlier validation-split run of this port, on a wider net, found 0.2 left every robust arm near chance at
+  sigma = 0.7; not re-run at the published scale); sigma ramps up over the first 30% of steps; Adam lr 3e-3
+  with a cosine schedule. No grid search was run for the published recipes (CPU budget); the test split is
+  used only by ``zoo eval``.
+* Scale, set by the CPU budget of the zoo (2 shared cores, minutes per recipe): 3 epochs over a fixed
+  24k-image subset of the Fashion-MNIST training images (2k more held out for validation), batch 128, and a
+  27k-parameter network. Clean accuracy is therefore a few points below a full Fashion-MNIST run.
+* Addition: weights are clipped to 2 standard deviations per layer after every step (aihwkit-style
+  ``WeightClip("sigma", 2.0)`` through ``zoo.quant.cim.callbacks.CIMWeightClipping``), for DWP and noise
+  injection alike. With max-scaled noise this shrinks max|W| and so the noise; it is not part of the paper.
+* The plain-noise-injection baseline uses the same sigma_train, form, curriculum, clipping and schedule, with
+  K = 1 and alpha = 1; standard training uses neither noise nor clipping.
+* The K realisations run as a loop (``vectorize=False``, the default): ``torch.func.vmap`` over this GroupNorm
+  ResNet was far slower on 2 CPU cores (a vmap DWP step cost about 30 K=1 steps; ``benchmarks/dwp_step.py``).
+* Backbone: timm's ResNet (BasicBlock, one block per stage, deep stem with stride 2 and no max-pool for
+  28x28 grey images, widths 8-16-16-32) with GroupNorm instead of BatchNorm: normalisation is digital on a
+  CIM chip, and it lets the K realisations run in one vmap without batched running statistics.
+* Drift/inference: our own ``zoo.quant.cim`` simulator following aihwkit's PCMLikeNoiseModel and
+  GlobalDriftCompensation (no aihwkit at run time); at t = 0 it applies programming noise only.
+* Energy: counted MACs and ADC/DAC conversions times per-op energies (Horowitz ISSCC 2014 for the digital
+  baseline; documented guesses for ADC/DAC/cell energies). Not the authors' chip measurements.
+* Evaluation: ``zoo eval dwp`` scores the first 2,000 test images by default (``ZOO_DWP_EVAL_IMAGES=10000``
+  for the full test split), the issue's 10 mismatch draws per level and 3 chip programmings per seed.
+
+The registry entries are light; the module, data and evaluation load when an entry is used.
+"""
+
+from zoo._registry import PaperRef, PretrainedCfg, register_model
+
+PAPER = PaperRef(
+    title="Diversity-aware Weight Perturbation Promotes Robust Adaptation",
+    arxiv=None,  # no arXiv version exists; the ICML page is the reference
+    url="https://icml.cc/virtual/2026/poster/66242",
+)
+
+_MODEL_ARGS = {"backbone": "resnet_fmnist", "channels": (8, 16, 16, 32), "stem_width": 8, "norm_groups": 4}
+_SMOKE = ("--data.init_args.train_limit=256", "--data.init_args.val_size=256")
+_NUM_PARAMS = 27266
+
+# sha256 pins from `zoo pin NAME` and metrics from `zoo eval dwp --card` (hub_cards/<name>/metrics.json).
+_PINS: dict[str, dict[str, str]] = {
+    "fashion_mnist": {
+        "config.json": "767ca23445ec660c2d3dc56f3ee6e306eae7100add229fab2209c9eb2ae4df11",
+        "model.safetensors": "36e323302360fd630451dcc4621efd83c5480b3c0668eb21c15ec474f939f367",
+    },
+    "standard": {
+        "config.json": "6c7c48dabe4c33840c10a2f537a1fc6c575076d9cbdd8bc572034ab79ac816fd",
+        "model.safetensors": "c9799f20be4e4271d159562f2d0aa1ed5cadf3ebda4662c02a39572dc11b618e",
+    },
+    "noise_injection": {
+        "config.json": "68b6aa8ac1b83039d63114a126467469a380d44e5e7e0d735739800282c678ad",
+        "model.safetensors": "5684282e45b3aa7201abd4e3d906cfa23165d4cff7045843ea6bef78abb4c025",
+    },
+}
+_METRICS: dict[str, dict[str, float]] = {
+    "dwp": {
+        "acc_sigma_0": 0.621,
+        "acc_sigma_0.2": 0.58765,
+        "acc_sigma_0.3": 0.58255,
+        "acc_sigma_0.5": 0.5313,
+        "acc_sigma_0.7": 0.35475,
+        "acc_mult_sigma_0.3": 0.6083333333333334,
+        "acc_mult_sigma_0.5": 0.6088333333333333,
+        "acc_mult_sigma_0.7": 0.5873333333333334,
+        "acc_drift_1s": 0.6115,
+        "acc_drift_1h": 0.6163333333333333,
+        "acc_drift_1d": 0.6116666666666667,
+        "acc_drift_1mo": 0.6191666666666666,
+        "acc_drift_1y": 0.6176666666666667,
+        "drift_range": 0.0076666666666665995,
+        "energy_cim_uJ": 0.09111949999999999,
+        "energy_digital_uJ": 10.296657999999999,
+    },
+    "standard": {
+        "acc_sigma_0": 0.858,
+        "acc_sigma_0.2": 0.2258,
+        "acc_sigma_0.3": 0.12815000000000001,
+        "acc_sigma_0.5": 0.1105,
+        "acc_sigma_0.7": 0.1,
+        "acc_mult_sigma_0.3": 0.737,
+        "acc_mult_sigma_0.5": 0.42733333333333334,
+        "acc_mult_sigma_0.7": 0.1915,
+        "acc_drift_1s": 0.8198333333333333,
+        "acc_drift_1h": 0.8096666666666666,
+        "acc_drift_1d": 0.7906666666666666,
+        "acc_drift_1mo": 0.7253333333333334,
+        "acc_drift_1y": 0.6933333333333334,
+        "drift_range": 0.12649999999999995,
+        "energy_cim_uJ": 0.09111949999999999,
+        "energy_digital_uJ": 10.296657999999999,
+    },
+    "noise_injection": {
+        "acc_sigma_0": 0.568,
+        "acc_sigma_0.2": 0.54715,
+        "acc_sigma_0.3": 0.5387500000000001,
+        "acc_sigma_0.5": 0.46299999999999997,
+        "acc_sigma_0.7": 0.29114999999999996,
+        "acc_mult_sigma_0.3": 0.5526666666666666,
+        "acc_mult_sigma_0.5": 0.5306666666666667,
+        "acc_mult_sigma_0.7": 0.5126666666666666,
+        "acc_drift_1s": 0.559,
+        "acc_drift_1h": 0.5650000000000001,
+        "acc_drift_1d": 0.5650000000000001,
+        "acc_drift_1mo": 0.5716666666666667,
+        "acc_drift_1y": 0.5710000000000001,
+        "drift_range": 0.012666666666666604,
+        "energy_cim_uJ": 0.09111949999999999,
+        "energy_digital_uJ": 10.296657999999999,
+    },
+}
+
+_COMMON_NOTES = (
+    "No arXiv id or public code: the DWP rule is reconstructed from the abstract (see zoo/dwp/__init__.py). "
+    "Mismatch is additive max-scaled sigma*max|W_l| per layer; the paper's '70% mismatch' is most plausibly the "
+    "multiplicative sigma = 0.7 (a guess), reported as acc_mult_sigma_0.7. Drift is simulated with zoo.quant.cim "
+    "(aihwkit PCMLikeNoiseModel statistics, 8-bit DAC/ADC, global drift compensation), not the authors' chip. "
+    "Energy per inference (0.091 uJ on the CIM chip against 10.3 uJ digital, a 99% saving rather than the paper's "
+    "38%) uses Horowitz (ISSCC 2014) digital energies (fp32 MAC 4.6 pJ plus one 5 pJ SRAM operand read per MAC, "
+    "DRAM weight reads amortised over a batch of 64) and documented guesses for the 8-bit ADC (2 pJ), DAC (0.1 pJ) "
+    "and cell (0.01 pJ) energies; it is a model, not a chip measurement. Trained and evaluated at a small scale "
+    "for the shared 2-core CPU budget (see the recipe); `ZOO_DWP_EVAL_IMAGES=10000 zoo eval dwp` scores the "
+    "whole test split."
+)
+
+
+def _cfg(arm: str, recipe: str, sha256: dict[str, str], metrics: dict[str, float], notes: str) -> PretrainedCfg:
+    return PretrainedCfg(
+        paper=PAPER,
+        hf_hub_id=f"icml26-zoo/dwp-{arm.replace('_', '-')}",
+        revision="v1",
+        sha256=sha256,
+        license="apache-2.0",
+        recipe=recipe,
+        task="image-classification",
+        datasets=("fashion_mnist",),
+        metrics=metrics,
+        headline="acc_sigma_0.3",
+        num_params=_NUM_PARAMS,
+        notes=f"{notes} {_COMMON_NOTES}",
+    )
+
+
+register_model(
+    "dwp.fashion_mnist",
+    module="zoo.dwp.module:DWPModule",
+    default=True,
+    description="DWP-trained compact ResNet on Fashion-MNIST, robust to CIM weight mismatch and PCM drift",
+    model_args={"mode": "dwp", **_MODEL_ARGS},
+    requires=("timm",),
+    extra="vision",
+    evaluate="zoo.dwp.evaluate:evaluate",
+    arm="dwp",
+    smoke=_SMOKE,
+    pretrained_cfg=_cfg(
+        "fashion_mnist",
+        "recipes/dwp/fashion_mnist.yaml",
+        sha256=_PINS["fashion_mnist"],
+        metrics=_METRICS["dwp"],
+        notes=(
+            "Arm 'dwp' of `zoo eval dwp` (seed 0, first 2,000 test images, 10 mismatch draws per level, 3 chip "
+            "programmings). Measured: clean 62.1% against 85.8% for standard training, so at this scale "
+            "(27k parameters, 3 epochs on 24k images, sigma_train = 0.5, no grid search) robustness costs 24 points "
+            "of clean accuracy; the spec's 'within 1 point of standard at sigma = 0' is not met. At additive "
+            "sigma = 0.7: 35.5% against 10.0% (standard) and 29.1% (noise injection); DWP is 4-7 points above "
+            "plain noise injection at every level. Simulated chip, 1 s to 1 year: 61.2-61.9% (range 0.8 points; "
+            "the paper reports about 90% with 2-4% variation); standard training stays above DWP in absolute "
+            "accuracy on the chip over the whole year (69.3% at 1 year), so DWP only varies less."
+        ),
+    ),
+)
+
+register_model(
+    "dwp.standard",
+    module="zoo.dwp.module:DWPModule",
+    description="Baseline for DWP: the same ResNet with standard (noise-free) training on Fashion-MNIST",
+    model_args={"mode": "standard", **_MODEL_ARGS},
+    requires=("timm",),
+    extra="vision",
+    evaluate="zoo.dwp.evaluate:evaluate",
+    arm="standard",
+    smoke=_SMOKE,
+    pretrained_cfg=_cfg(
+        "standard",
+        "recipes/dwp/standard.yaml",
+        sha256=_PINS["standard"],
+        metrics=_METRICS["standard"],
+        notes=(
+            "Arm 'standard' of `zoo eval dwp` (the paper's baseline; seed 0, first 2,000 test images). Measured: "
+            "clean 85.8%, 22.6% at additive mismatch sigma = 0.2 and chance (10.0%) at 0.7; on the simulated chip "
+            "82.0% after 1 s and 69.3% after a year."
+        ),
+    ),
+)
+
+register_model(
+    "dwp.noise_injection",
+    module="zoo.dwp.module:DWPModule",
+    description="Baseline for DWP: the same ResNet trained with plain weight-noise injection (K=1, uniform weights)",
+    model_args={"mode": "noise_injection", **_MODEL_ARGS},
+    requires=("timm",),
+    extra="vision",
+    evaluate="zoo.dwp.evaluate:evaluate",
+    arm="noise_injection",
+    smoke=_SMOKE,
+    pretrained_cfg=_cfg(
+        "noise_injection",
+        "recipes/dwp/noise_injection.yaml",
+        sha256=_PINS["noise_injection"],
+        metrics=_METRICS["noise_injection"],
+        notes=(
+            "Arm 'noise_injection' of `zoo eval dwp` (same sigma_train, form, clipping and schedule as DWP, K = 1, "
+            "uniform sample weights; seed 0, first 2,000 test images). Measured: clean 56.8%, 53.9% at additive "
+            "sigma = 0.3, 29.1% at 0.7; on the simulated chip 55.9-57.2% from 1 s to 1 year."
+        ),
+    ),
+)
