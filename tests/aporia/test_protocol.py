@@ -1,0 +1,99 @@
+"""The evaluation protocol: folds, class-balanced nested label draws, no test-label leakage, the baselines."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from zoo.aporia.protocol import (
+    SUPERVISED_ARMS,
+    ProtocolConfig,
+    _supervised_predictions,
+    balanced_labels,
+    evaluate_pair,
+    f1_hallucinated,
+    knn_predict,
+    logistic_regression,
+    self_consistency_predict,
+    stratified_folds,
+)
+
+
+def _pair(seed: int = 0, n: int = 100, n_h: int = 30, d: int = 24):
+    rng = np.random.default_rng(seed)
+    anchor = rng.normal(size=d)
+    genuine = anchor + 0.1 * rng.normal(size=(n - n_h, d))
+    hallucinated = anchor + 0.6 * rng.normal(size=(n_h, d)) + 0.5 * rng.normal(size=d)
+    x = np.r_[genuine, hallucinated]
+    return x / np.linalg.norm(x, axis=1, keepdims=True), np.r_[np.zeros(n - n_h), np.ones(n_h)].astype(int)
+
+
+def test_folds_are_stratified_and_partition_the_pair():
+    _, y = _pair()
+    folds = stratified_folds(y, 5, seed=0)
+    tests = np.concatenate([test for _, test in folds])
+    assert sorted(tests) == list(range(len(y)))
+    for train, test in folds:
+        assert len(test) == 20 and y[test].sum() == 6 and not set(train) & set(test)
+
+
+def test_label_draws_are_balanced_nested_and_capped():
+    y = np.r_[np.zeros(70), np.ones(8)].astype(int)
+    draws = balanced_labels(y, [10, 20, 40], np.random.default_rng(0))
+    assert [len(d) for d in draws] == [10, 20, 40]
+    assert [int(y[d].sum()) for d in draws] == [5, 8, 8]  # the short hallucinated class is capped at 8
+    assert set(draws[0]) <= set(draws[1]) <= set(draws[2])
+    assert len(balanced_labels(y[:12], [40], np.random.default_rng(0))[0]) == 12
+
+
+def test_test_labels_never_reach_the_classifiers():
+    x, y = _pair(seed=1)
+    train, test = stratified_folds(y, 5, seed=0)[0]
+    labelled = train[balanced_labels(y[train], [20], np.random.default_rng(0))[0]]
+    pool = np.setdiff1d(train, labelled)
+    config = ProtocolConfig()
+    before = _supervised_predictions(x, y, labelled, pool, test, config, SUPERVISED_ARMS)
+    scrambled = y.copy()
+    scrambled[test] = 1 - scrambled[test]
+    scrambled[pool] = 1 - scrambled[pool]
+    after = _supervised_predictions(x, scrambled, labelled, pool, test, config, SUPERVISED_ARMS)
+    assert before.keys() == set(SUPERVISED_ARMS)
+    for arm in SUPERVISED_ARMS:
+        np.testing.assert_array_equal(before[arm], after[arm], err_msg=arm)
+
+
+def test_evaluate_pair_runs_every_arm_and_aporia_separates_a_clear_pair():
+    x, y = _pair(seed=2)
+    config = ProtocolConfig(budgets=(10, 40), splits=5, draws=2)
+    f1 = evaluate_pair(x, y, config, pair_seed=0)
+    assert all(v.shape == (5, 2, 2) for v in f1.values())
+    assert f1["aporia_lp"][..., 1].mean() > 0.9
+    assert np.all((f1["self_consistency"] >= 0) & (f1["self_consistency"] <= 1))
+    with pytest.raises(ValueError, match="unknown arms"):
+        evaluate_pair(x, y, config, pair_seed=0, arms=("magic",))
+
+
+def test_small_baselines_by_hand():
+    assert f1_hallucinated(np.array([1, 1, 0, 0]), np.array([1, 0, 1, 0])) == pytest.approx(0.5)
+    assert f1_hallucinated(np.array([0, 0]), np.array([0, 0])) == 0.0
+    x_lab = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0]])
+    y_lab = np.array([0, 0, 1])
+    np.testing.assert_array_equal(knn_predict(x_lab, y_lab, np.array([[1.0, 0.05], [0.1, 1.0]]), k=1), [0, 1])
+    # four near-identical answers and two outliers: the outliers are flagged, no labels needed
+    x = np.array([[1.0, 0.0], [0.99, 0.01], [0.98, 0.02], [1.0, 0.01], [0.0, 1.0], [-1.0, 0.0]])
+    np.testing.assert_array_equal(self_consistency_predict(x, 0.8), [0, 0, 0, 0, 1, 1])
+
+
+@pytest.mark.parametrize("n, d", [(40, 384), (60, 8)])
+def test_logistic_regression_matches_sklearn(n, d):
+    """The row-space Newton solver reaches sklearn's optimum, both with L < d (separable) and L > d."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(n + d)
+    x = rng.normal(size=(n, d))
+    y = (rng.random(n) < 0.4).astype(int)
+    x[y == 1] += 0.3
+    reference = LogisticRegression(C=0.7, tol=1e-12, max_iter=100_000).fit(x, y)
+    weights, bias = logistic_regression(x, y, c=0.7)
+    np.testing.assert_allclose(weights, reference.coef_[0], atol=1e-5)
+    assert bias == pytest.approx(reference.intercept_[0], abs=1e-5)

@@ -1,0 +1,198 @@
+"""DataModules: the generators' training corpus (stage 1) and the SOCRATES-mini responses (stage 2)."""
+
+from __future__ import annotations
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, TensorDataset, WeightedRandomSampler
+
+from zoo.aporia.corpus import packed_facts, packed_wiki, training_texts
+
+
+class CountryFactsDataModule(pl.LightningDataModule):
+    """Blocks of the facts corpus mixed with Wikipedia blocks, and the byte-level BPE trained on both.
+
+    The BPE (``zoo.common.text.train_bpe``) is deterministic for the same corpus, so every generator
+    recipe trains the same tokenizer; the module takes it from here in ``setup`` and publishes it.
+
+    Args:
+        vocab_size: BPE vocabulary size (special tokens included).
+        block_size: Tokens per training row.
+        batch_size: Rows per batch.
+        wiki_fraction: Probability that a row is Wikipedia text rather than facts.
+        packings: How many differently ordered packings of the facts corpus to draw rows from.
+        samples_per_epoch: Rows per epoch (the trainer's ``max_steps`` decides when training ends).
+        val_blocks: Facts rows used for the validation loss.
+        max_articles: Use only the first Wikipedia articles (None = all; the smoke test uses 2).
+        seed: Seed of the corpus order and of the row sampler.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int = 2048,
+        block_size: int = 64,
+        batch_size: int = 32,
+        wiki_fraction: float = 0.2,
+        packings: int = 4,
+        samples_per_epoch: int = 32_000,
+        val_blocks: int = 64,
+        max_articles: int | None = None,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        if not 0.0 <= wiki_fraction < 1.0:
+            raise ValueError(f"wiki_fraction={wiki_fraction} must be in [0, 1): the facts are what is learned")
+        self.save_hyperparameters()
+        self.tokenizer = None
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.tokenizer is not None:
+            return
+        from zoo.common.text import train_bpe
+
+        h = self.hparams
+        lines, articles = training_texts(seed=h.seed, max_articles=h.max_articles)
+        self.tokenizer = train_bpe(lines + articles, vocab_size=h.vocab_size)
+        self.facts = torch.from_numpy(packed_facts(self.tokenizer, lines, h.block_size, h.packings, seed=h.seed))
+        self.wiki = torch.from_numpy(packed_wiki(self.tokenizer, articles, h.block_size))
+
+    def train_dataloader(self) -> DataLoader:
+        h = self.hparams
+        rows = torch.cat([self.facts, self.wiki])
+        weights = torch.cat(
+            [
+                torch.full((len(self.facts),), (1 - h.wiki_fraction) / len(self.facts)),
+                torch.full((len(self.wiki),), h.wiki_fraction / len(self.wiki)),
+            ]
+        )
+        generator = torch.Generator().manual_seed(h.seed)
+        sampler = WeightedRandomSampler(weights, h.samples_per_epoch, replacement=True, generator=generator)
+        return DataLoader(TensorDataset(rows), batch_size=h.batch_size, sampler=sampler)
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(TensorDataset(self.facts[: self.hparams.val_blocks]), batch_size=self.hparams.batch_size)
+
+
+class SocratesMiniDataModule(pl.LightningDataModule):
+    """SOCRATES-mini responses: per pair, the labelled draw for fitting and the held-out fold for validation.
+
+    ``prepare_data`` builds the dataset with the published generators (sampling, labelling, MiniLM
+    embeddings; a few minutes on 2 cores) and caches it; later runs load the cache. Each training
+    "batch" is one pair's labelled responses: the class-balanced draw of ``label_budget`` labels from
+    the training part of fold ``split`` (the evaluation protocol's draw 0 of that fold); each
+    validation batch is the pair's held-out fold.
+
+    Args:
+        generators: Registry names of the generator LMs.
+        prompts_per_model: Pairs kept per generator at most.
+        samples: Answers per pair.
+        min_per_class: Both classes need this many answers for a pair to be kept.
+        probe_samples: Answers per fact in the screening probe.
+        candidates_per_model: Facts probed per generator at most.
+        label_budget: Labels per pair for the fit.
+        splits: Stratified folds of the protocol.
+        split: The fold whose training part provides the labels.
+        seed: Seed of the dataset and of the folds/draws.
+        cache_dir: Cache root; ``"default"`` = ``$ZOO_CACHE_DIR/aporia`` (``~/.cache/icml26-zoo/aporia``),
+            None = no cache.
+    """
+
+    def __init__(
+        self,
+        generators: list[str] | None = None,
+        prompts_per_model: int = 20,
+        samples: int = 100,
+        min_per_class: int = 10,
+        probe_samples: int = 20,
+        candidates_per_model: int = 600,
+        label_budget: int = 40,
+        splits: int = 5,
+        split: int = 0,
+        seed: int = 0,
+        cache_dir: str | None = "default",
+    ) -> None:
+        super().__init__()
+        if not 0 <= split < splits:
+            raise ValueError(f"split={split} must be in [0, splits={splits})")
+        self.save_hyperparameters()
+        self.dataset = None
+
+    def config(self):
+        from zoo.aporia.dataset import DEFAULT_GENERATORS, SocratesConfig
+
+        h = self.hparams
+        return SocratesConfig(
+            generators=tuple(h.generators or DEFAULT_GENERATORS),
+            prompts_per_model=h.prompts_per_model,
+            samples=h.samples,
+            min_per_class=h.min_per_class,
+            probe_samples=h.probe_samples,
+            candidates_per_model=h.candidates_per_model,
+            seed=h.seed,
+        )
+
+    def prepare_data(self) -> None:
+        if self.hparams.cache_dir is not None:
+            from zoo.aporia.dataset import socrates_mini
+
+            socrates_mini(self.config(), cache_dir=self.hparams.cache_dir)
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.dataset is not None:
+            return
+        from zoo.aporia.dataset import socrates_mini
+        from zoo.aporia.protocol import balanced_labels, stratified_folds
+
+        h = self.hparams
+        self.dataset = socrates_mini(self.config(), cache_dir=h.cache_dir)
+        if len(self.dataset) == 0:
+            raise ValueError("SOCRATES-mini has no pairs with both classes; probe more facts (candidates_per_model)")
+        self.fits, self.heldout = [], []
+        for index in range(len(self.dataset)):
+            x, y = self.dataset.pair_arrays(index)
+            y = y.astype(np.int64)
+            rng = np.random.default_rng(pair_seed(h.seed, index))
+            for fold, (train, test) in enumerate(stratified_folds(y, h.splits, seed=pair_seed(h.seed, index))):
+                if fold == h.split:
+                    labelled = train[balanced_labels(y[train], [h.label_budget], rng)[0]]
+                    self.fits.append({"pair": index, "x": x[labelled], "y": y[labelled]})
+                    self.heldout.append({"pair": index, "x": x[test], "y": y[test], "rows": test})
+                    break
+                for _ in range(10):  # the protocol draws 10 label sets per fold: keep the generator in step
+                    balanced_labels(y[train], [h.label_budget], rng)
+
+    def pair_records(self) -> list[dict]:
+        """Per pair: generator, prompt, fact and its held-out responses with labels (published with the detector)."""
+        self.setup()
+        records = []
+        for index, held in enumerate(self.heldout):
+            responses = self.dataset.pair_responses(index)
+            meta = {k: v for k, v in self.dataset.pairs[index].items()}
+            meta["heldout"] = [responses[i] for i in held["rows"]]
+            meta["heldout_labels"] = held["y"].tolist()
+            records.append(meta)
+        return records
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(_ListDataset(self.fits), batch_size=None, shuffle=False)
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(_ListDataset(self.heldout), batch_size=None, shuffle=False)
+
+
+def pair_seed(seed: int, index: int) -> int:
+    """Seed of pair ``index``'s folds and label draws (shared by the protocol and the datamodule)."""
+    return seed * 100_003 + index
+
+
+class _ListDataset(torch.utils.data.Dataset):
+    def __init__(self, items: list[dict]) -> None:
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int) -> dict:
+        item = self.items[index]
+        return {k: (torch.from_numpy(np.asarray(v)) if k in ("x", "y") else v) for k, v in item.items() if k != "rows"}

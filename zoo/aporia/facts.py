@@ -1,0 +1,305 @@
+"""Country facts from the ``countryinfo`` package, the question/answer templates, and the labelling rule.
+
+A *fact* is (country, attribute, value). Each attribute has five question templates and five answer
+templates. The training corpus states every fact five times, question template ``i`` followed by a
+per-fact shuffled answer template, so a model that knows a fact may phrase its answer five ways
+(genuine answers are semantically identical but not always the same string).
+
+Labelling rule (documented in the registry notes, tested in ``tests/aporia/test_facts.py``):
+
+1. Fold the response and the templates: Unicode NFKD, diacritics dropped, case folded, whitespace
+   collapsed, trailing punctuation dropped.
+2. The response must match one of the five answer templates *of the asked attribute*, with the
+   *asked country* in the country slot; the text in the value slot is the answer string. A response
+   that matches no template (garbled, about another country, another attribute) is hallucinated.
+3. The answer is genuine iff the folded answer string, with a leading "the" and punctuation other
+   than ``+`` removed, equals the folded value or one of its aliases. Aliases: for border answers the
+   neighbour's ``altSpellings`` longer than three characters (ISO codes dropped), and every true
+   neighbour counts (a country has several); other attributes have none.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+ATTRIBUTES = ("capital", "region", "subregion", "demonym", "currency", "calling_code", "border", "language")
+
+QUESTION_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "capital": (
+        "What is the capital of {c}?",
+        "Which city is the capital of {c}?",
+        "Name the capital city of {c}.",
+        "What city serves as the capital of {c}?",
+        "Where is the seat of government of {c}?",
+    ),
+    "region": (
+        "In which region is {c}?",
+        "Which world region does {c} belong to?",
+        "What region is {c} part of?",
+        "Where in the world is {c}?",
+        "On which continent group does {c} lie?",
+    ),
+    "subregion": (
+        "What is the subregion of {c}?",
+        "Which subregion contains {c}?",
+        "In which subregion is {c} located?",
+        "Which part of its region is {c} in?",
+        "How do geographers classify the location of {c}?",
+    ),
+    "demonym": (
+        "What is the demonym of {c}?",
+        "What are people from {c} called?",
+        "What do you call someone from {c}?",
+        "How is a native of {c} described?",
+        "What word describes a person from {c}?",
+    ),
+    "currency": (
+        "What is the currency code of {c}?",
+        "Which currency code does {c} use?",
+        "What code does the money of {c} have?",
+        "Which currency is used in {c}?",
+        "How is the currency of {c} abbreviated?",
+    ),
+    "calling_code": (
+        "What is the calling code of {c}?",
+        "Which telephone code does {c} use?",
+        "What do you dial to call {c}?",
+        "What is the international dialling code of {c}?",
+        "Which phone prefix belongs to {c}?",
+    ),
+    "border": (
+        "Which country borders {c}?",
+        "Name a neighbour of {c}.",
+        "What country shares a border with {c}?",
+        "Which country lies next to {c}?",
+        "Name a country on the border of {c}.",
+    ),
+    "language": (
+        "What is the main language of {c}?",
+        "Which language is spoken in {c}?",
+        "What language do people speak in {c}?",
+        "What is the first official language of {c}?",
+        "In which language do people in {c} talk?",
+    ),
+}
+
+ANSWER_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "capital": (
+        "The capital of {c} is {v}.",
+        "{v} is the capital of {c}.",
+        "The capital city of {c} is {v}.",
+        "{c} has its capital in {v}.",
+        "The government of {c} sits in {v}.",
+    ),
+    "region": (
+        "{c} is in {v}.",
+        "{c} belongs to the region of {v}.",
+        "{c} is part of {v}.",
+        "{c} lies in {v}.",
+        "The region of {c} is {v}.",
+    ),
+    "subregion": (
+        "The subregion of {c} is {v}.",
+        "{c} is located in the subregion {v}.",
+        "{v} is the subregion that contains {c}.",
+        "{c} belongs to the subregion of {v}.",
+        "Geographers place {c} in {v}.",
+    ),
+    "demonym": (
+        "People from {c} are called {v}.",
+        "The demonym of {c} is {v}.",
+        "Someone from {c} is {v}.",
+        "A native of {c} is called {v}.",
+        "A person from {c} is {v}.",
+    ),
+    "currency": (
+        "The currency code of {c} is {v}.",
+        "{c} uses the currency code {v}.",
+        "{v} is the currency code of {c}.",
+        "Money in {c} has the code {v}.",
+        "In {c} the currency code is {v}.",
+    ),
+    "calling_code": (
+        "The calling code of {c} is {v}.",
+        "{c} uses the calling code {v}.",
+        "To call {c} you dial {v}.",
+        "The dialling code of {c} is {v}.",
+        "Phone numbers in {c} start with {v}.",
+    ),
+    "border": (
+        "{c} borders {v}.",
+        "{v} is a neighbour of {c}.",
+        "{c} shares a border with {v}.",
+        "A country next to {c} is {v}.",
+        "{v} lies on the border of {c}.",
+    ),
+    "language": (
+        "The main language of {c} is {v}.",
+        "People in {c} speak {v}.",
+        "{v} is spoken in {c}.",
+        "The first official language of {c} is {v}.",
+        "In {c} people talk in {v}.",
+    ),
+}
+
+#: ISO 639-1 (and a few other) codes used by countryinfo, to English language names.
+LANGUAGE_NAMES = {
+    "English": "English", "af": "Afrikaans", "am": "Amharic", "ar": "Arabic", "az": "Azerbaijani",
+    "be": "Belarusian", "bg": "Bulgarian", "bi": "Bislama", "bn": "Bengali", "bs": "Bosnian", "ca": "Catalan",
+    "cnr": "Montenegrin", "cs": "Czech", "da": "Danish", "de": "German", "dv": "Dhivehi", "dz": "Dzongkha",
+    "el": "Greek", "en": "English", "es": "Spanish", "et": "Estonian", "fa": "Persian", "fi": "Finnish",
+    "fo": "Faroese", "fr": "French", "ga": "Irish", "he": "Hebrew", "hi": "Hindi", "hr": "Croatian",
+    "hu": "Hungarian", "hy": "Armenian", "id": "Indonesian", "is": "Icelandic", "it": "Italian", "ja": "Japanese",
+    "ka": "Georgian", "kk": "Kazakh", "kl": "Greenlandic", "km": "Khmer", "ko": "Korean", "ky": "Kyrgyz",
+    "la": "Latin", "lo": "Lao", "lt": "Lithuanian", "lv": "Latvian", "mk": "Macedonian", "mn": "Mongolian",
+    "ms": "Malay", "mt": "Maltese", "my": "Burmese", "ne": "Nepali", "nl": "Dutch", "no": "Norwegian",
+    "pl": "Polish", "ps": "Pashto", "pt": "Portuguese", "ro": "Romanian", "rs": "Serbian", "ru": "Russian",
+    "rw": "Kinyarwanda", "si": "Sinhala", "sk": "Slovak", "sl": "Slovenian", "sm": "Samoan", "so": "Somali",
+    "sq": "Albanian", "sr": "Serbian", "sv": "Swedish", "sw": "Swahili", "tg": "Tajik", "th": "Thai",
+    "ti": "Tigrinya", "tk": "Turkmen", "tr": "Turkish", "uk": "Ukrainian", "uz": "Uzbek", "vi": "Vietnamese",
+    "zh": "Chinese",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One atomic fact.
+
+    Args:
+        country: Country name as countryinfo spells it.
+        attribute: One of :data:`ATTRIBUTES`.
+        value: The answer the corpus teaches.
+        accepted: Every folded answer string that counts as correct (value, aliases, other true values).
+    """
+
+    country: str
+    attribute: str
+    value: str
+    accepted: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def key(self) -> str:
+        """A stable identifier ``attribute:country``."""
+        return f"{self.attribute}:{self.country}"
+
+    def question(self, template: int) -> str:
+        """The question in template ``template`` (0-4)."""
+        return QUESTION_TEMPLATES[self.attribute][template].format(c=self.country)
+
+    def answer(self, template: int) -> str:
+        """The correct answer sentence in template ``template`` (0-4)."""
+        return ANSWER_TEMPLATES[self.attribute][template].format(c=self.country, v=self.value)
+
+
+def fold(text: str) -> str:
+    """Case-, diacritic- and whitespace-folded text, trailing punctuation dropped."""
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    text = re.sub(r"\s+", " ", text.casefold()).strip()
+    return text.rstrip(" .!?;,")
+
+
+def fold_answer(text: str) -> str:
+    """A folded answer string: :func:`fold`, leading "the" and punctuation other than ``+`` removed."""
+    text = fold(text)
+    text = re.sub(r"[^\w+ ]+", " ", text)
+    text = re.sub(r"^the ", "", re.sub(r"\s+", " ", text).strip())
+    return text.strip()
+
+
+@lru_cache(maxsize=1)
+def country_facts() -> tuple[Fact, ...]:
+    """All facts of the 256 countries in ``countryinfo``, in a fixed order (about 1.9 k facts)."""
+    from countryinfo import all_countries
+
+    infos = [country.info() for country in all_countries()]
+    by_alpha3 = {info.get("ISO", {}).get("alpha3"): info for info in infos}
+
+    def names_of(info: dict) -> set[str]:
+        spellings = [s for s in info.get("altSpellings") or [] if len(s.strip()) > 3]
+        return {fold_answer(s) for s in [info["name"], *spellings]}
+
+    facts = []
+    for info in infos:
+        country = info["name"]
+        values: dict[str, tuple[str, set[str]]] = {}
+        for attribute in ("capital", "region", "subregion", "demonym"):
+            value = info.get(attribute)
+            value = value[0] if isinstance(value, list) and value else value  # one capital is a list
+            if isinstance(value, str) and value:
+                values[attribute] = (value, {fold_answer(value)})
+        if info.get("currencies"):
+            values["currency"] = (info["currencies"][0], {fold_answer(info["currencies"][0])})
+        codes = [c for c in info.get("callingCodes") or [] if c]
+        if codes:
+            values["calling_code"] = (f"+{codes[0]}", {fold_answer(f"+{codes[0]}")})
+        neighbours = [by_alpha3[b] for b in info.get("borders") or [] if b in by_alpha3]
+        if neighbours:
+            accepted = set().union(*(names_of(n) for n in neighbours))
+            values["border"] = (neighbours[0]["name"], accepted)
+        languages = [code for code in info.get("languages") or [] if code in LANGUAGE_NAMES]
+        if languages:
+            name = LANGUAGE_NAMES[languages[0]]
+            values["language"] = (name, {fold_answer(name)})
+        for attribute in ATTRIBUTES:
+            if attribute in values:
+                value, accepted = values[attribute]
+                facts.append(Fact(country, attribute, value, frozenset(accepted)))
+    return tuple(facts)
+
+
+def fact_lines(facts: Sequence[Fact], seed: int = 0) -> list[str]:
+    """The facts corpus: each fact five times ("Q: question A: answer"), answer templates shuffled per fact.
+
+    Args:
+        facts: Facts to state.
+        seed: Seed of the per-fact answer-template permutation and of the line order.
+    """
+    rng = random.Random(seed)
+    lines = []
+    for fact in facts:
+        answers = list(range(5))
+        rng.shuffle(answers)
+        lines += [f"{prompt(fact, q)} {fact.answer(a)}" for q, a in enumerate(answers)]
+    rng.shuffle(lines)
+    return lines
+
+
+def prompt(fact: Fact, template: int) -> str:
+    """The generation prompt ``"Q: <question> A:"``; the model continues with the answer."""
+    return f"Q: {fact.question(template)} A:"
+
+
+@lru_cache(maxsize=4096)
+def _answer_patterns(attribute: str, country: str) -> tuple[re.Pattern, ...]:
+    patterns = []
+    for template in ANSWER_TEMPLATES[attribute]:
+        before, after = fold(template.format(c=country, v="\x00")).split("\x00")
+        patterns.append(re.compile(re.escape(before) + r"(?P<value>.+?)" + re.escape(after) + r"$"))
+    return tuple(patterns)
+
+
+def extract_answer(fact: Fact, response: str) -> str | None:
+    """The folded answer string of ``response`` to a question about ``fact``, or None if it matches no template."""
+    text = fold(response)
+    for pattern in _answer_patterns(fact.attribute, fact.country):
+        match = pattern.match(text)
+        if match:
+            return fold_answer(match.group("value"))
+    return None
+
+
+def is_genuine(fact: Fact, response: str) -> bool:
+    """The labelling rule: True (genuine) iff the response states the fact, False (hallucinated) otherwise.
+
+    Args:
+        fact: The fact the prompt asked about.
+        response: The generated answer (without the prompt).
+    """
+    answer = extract_answer(fact, response)
+    return answer is not None and answer in fact.accepted
