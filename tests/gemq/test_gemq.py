@@ -1,0 +1,88 @@
+"""GEMQ on the published Mixtral-architecture LM: data, module, checkpoints, bad inputs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import zoo
+from zoo.gemq.data import calibration_set, chunk, wiki_corpus
+from zoo.gemq.model import MoEArch, round_to_fp16
+from zoo.gemq.module import GEMQModule
+from zoo.quant.moe.allocation import InfeasibleBudgetError
+from zoo.quant.moe.config import MoEQuantConfig
+from zoo.quant.moe.pipeline import GEMQConfig, gemq_quantize
+
+TINY = MoEArch(
+    vocab_size=256, hidden_size=32, num_layers=2, num_heads=2, num_experts=4, intermediate_size=64, max_seq_len=32
+)
+PUBLISHED = ["gemq.wiki_fp", "gemq.wiki_2p5bit", "gemq.wiki_2bit", "gemq.wiki_1p5bit"]
+
+
+def test_corpus_split_and_calibration_subsets():
+    corpus = wiki_corpus(4096)
+    assert corpus.train.numel() > 800_000 and 60_000 < corpus.test.numel() < 80_000  # 10% of the articles
+    assert int(corpus.train.max()) < 4096
+    a, b = calibration_set(corpus.train, 64, 128, seed=0), calibration_set(corpus.train, 64, 128, seed=1)
+    assert a.shape == (64, 128) and torch.equal(a, calibration_set(corpus.train, 64, 128, seed=0))
+    assert not torch.equal(a, b)
+    assert chunk(torch.arange(10), 3).tolist() == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+    with pytest.raises(ValueError, match="calibration size must be positive"):
+        calibration_set(corpus.train, 0, 128, seed=0)
+
+
+def test_quantized_module_saved_and_reloaded_gives_identical_logits(tmp_path):
+    from zoo._serialization import load_folder, save_pretrained
+
+    module = GEMQModule(arch=TINY, source=None)
+    calibration = torch.randint(0, 256, (8, 32), generator=torch.Generator().manual_seed(0))
+    report = gemq_quantize(module.model, calibration, GEMQConfig(budget=2.0, router_epochs=1, router_batch_size=4))
+    round_to_fp16(module.model)  # as GEMQModule.on_train_end does: the tuned routers are published in fp16
+    module.hparams.quantization = MoEQuantConfig.from_dict(report["quant_config"])
+    save_pretrained(module, tmp_path)
+    saved = json.loads((tmp_path / "config.json").read_text())["init_args"]["quantization"]
+    assert saved["allocation"] == {f"model.layers.{i}.mlp": row for i, row in enumerate(report["widths"])}
+    reloaded = load_folder(tmp_path)
+    assert reloaded.quantized
+    with torch.no_grad():
+        assert torch.equal(reloaded(calibration), module.eval()(calibration))
+
+
+def test_bad_inputs_give_clear_errors():
+    with pytest.raises(ValueError, match="arch.kind must be one of"):
+        MoEArch(kind="gpt2")
+    with pytest.raises(ValueError, match="top_k=3 exceeds num_experts=2"):
+        MoEArch(num_experts=2, top_k=3)
+    module = GEMQModule(arch=TINY, source=None)
+    calibration = torch.randint(0, 256, (4, 32), generator=torch.Generator().manual_seed(0))
+    with pytest.raises(InfeasibleBudgetError, match="below the minimum feasible 1.75.*raise the budget"):
+        gemq_quantize(module.model, calibration, GEMQConfig(budget=1.5))
+    with pytest.raises(zoo.ZooError, match="needs source="):
+        module.quantize_from_source(calibration)
+    with pytest.raises(zoo.ZooError, match="no tokenizer"):
+        module.tokenizer()
+
+
+@pytest.mark.parametrize("name", PUBLISHED)
+def test_pretrained_reproduces_card_on_held_out_slice(name):
+    """Golden check: the first 128 held-out sequences give the perplexity `zoo eval` recorded for this checkpoint."""
+    from zoo.gemq.evaluate import SCORE_SLICE, score_pretrained
+
+    metrics = json.loads((zoo.get_entry(name).mirror_dir / "metrics.json").read_text())
+    expected = metrics["settings"]["published"][name][f"ppl_first{SCORE_SLICE}"]
+    module = zoo.load(name, pretrained=True)
+    assert module.tokenizer().encode("The expert").ids  # the shipped tokenizer loads
+    assert score_pretrained(module, limit=SCORE_SLICE)["ppl"] == pytest.approx(expected, rel=1e-4)
+
+
+def test_published_quantized_checkpoints_are_small_and_mixed_precision():
+    from zoo.quant.moe.api import expert_fp16_nbytes, expert_nbytes, expert_widths
+
+    fp16 = expert_fp16_nbytes(zoo.load("gemq.wiki_fp").model)
+    for name, budget in (("gemq.wiki_2p5bit", 2.5), ("gemq.wiki_2bit", 2.0), ("gemq.wiki_1p5bit", 1.5)):
+        model = zoo.load(name, pretrained=True).model
+        widths = torch.tensor(list(expert_widths(model).values()))
+        assert widths.float().mean().item() == budget and ((widths == 3).any(1) & (widths == 2).any(1)).all()
+        assert expert_nbytes(model) == pytest.approx(fp16 * (budget + 32 / 128) / 16, rel=1e-6)
