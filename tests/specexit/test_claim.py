@@ -1,0 +1,50 @@
+"""The paper's claim at our scale (slow): run under the CPU lock, e.g.
+``flock /tmp/zoo-cpu.lock .venv/bin/python -m pytest tests/specexit -m slow``."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import zoo
+
+
+@pytest.fixture(scope="module")
+def published():
+    if not zoo.list_models("specexit"):
+        pytest.skip("specexit is not registered")
+    entry = zoo.get_entry("specexit")
+    if not (entry.mirror_dir / "model.safetensors").is_file():
+        pytest.skip("no published checkpoint in hub_cards/ yet")
+    return zoo.load_folder(entry.mirror_dir)
+
+
+@pytest.mark.slow
+def test_claim_on_held_out_problems(published):
+    """Lossless speculative decoding; >= 40% fewer tokens at <= 1 point accuracy drop; faster than spec and probe."""
+    from zoo.specexit.evaluate import checks, decode_arms, summarise, test_problems
+
+    arms = summarise(decode_arms(published, test_problems(200)))
+    failed = [name for name, ok in checks(arms).items() if not ok]
+    assert not failed, f"failed checks {failed}: {arms}"
+
+
+@pytest.mark.slow
+def test_speculative_sampling_matches_target_sampling_end_to_end(published):
+    """Sampling at temperature 1.5: the first three tokens have the same marginals with and without the draft."""
+    from zoo.specexit.evaluate import test_problems
+
+    problem = test_problems(200)[0]
+    runs, temperature, vocab = 1500, 1.5, len(published.tokenizer)
+    counts = {mode: torch.zeros(3, vocab) for mode in ("target", "spec")}
+    budget = published.hparams.max_new_tokens
+    published.hparams.max_new_tokens = 3
+    for mode in counts:
+        generator = torch.Generator().manual_seed(0 if mode == "target" else 1)
+        for _ in range(runs):
+            tokens = published.generate(problem, mode=mode, temperature=temperature, generator=generator).tokens
+            for position in range(3):
+                counts[mode][position, tokens[position]] += 1
+    published.hparams.max_new_tokens = budget
+    tv = 0.5 * (counts["target"] / runs - counts["spec"] / runs).abs().sum(-1)
+    assert (tv < 0.06).all(), tv

@@ -1,0 +1,189 @@
+"""SpecExit's pieces against hand-computed values: tokenizer, traces and labels, EWMA, acceptance rules, fc rows."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from zoo.specexit.decoding import EWMA, ExitConfig, SignalExit, verify_greedy, verify_sampling
+from zoo.specexit.models import DraftConfig, EagleDraft, signal_values
+from zoo.specexit.tokenizer import TraceTokenizer
+from zoo.specexit.traces import Problem, build_trace, last_computed_value, parse_answer, sample_problems
+
+TOK = TraceTokenizer()
+
+
+def test_tokenizer_round_trip_and_single_token_delimiter():
+    text = "Q:23+45-12=?<think>23+45=68.\n\n68-12=56.\n\nCheck: 68-45=23.\n\n</think>Answer: 56<eos>"
+    ids = TOK.encode(text)
+    assert TOK.decode(ids) == text
+    assert ids.count(TOK.delim_id) == 3  # each "\n\n" is one token
+    assert ids.count(TOK.end_think_id) == 1
+    assert len(TOK) == 25
+    assert TraceTokenizer.from_json(TOK.to_json()).tokens == TOK.tokens
+
+
+def test_tokenizer_rejects_foreign_characters():
+    with pytest.raises(ValueError, match="not in the trace vocabulary"):
+        TOK.encode("Q:2*3=?")
+
+
+def test_trace_format_and_lstar():
+    problem = Problem((23, 45, 12, 7), ("+", "-", "+"))
+    assert problem.running_values() == [68, 56, 63]
+    trace = build_trace(problem, TOK)
+    text = TOK.decode(trace.ids)
+    assert text == (
+        "Q:23+45-12+7=?<think>23+45=68.\n\n68-12=56.\n\n56+7=63.\n\n"
+        "Check: 68-45=23.\n\nCheck: 56+12=68.\n\nCheck: 63-7=56.\n\n</think>Answer: 63<eos>"
+    )
+    # L* is the delimiter closing the last computation step: the answer is written there.
+    assert trace.ids[trace.lstar_pos] == TOK.delim_id
+    assert TOK.decode(trace.ids[: trace.lstar_pos + 1]).endswith("56+7=63.\n\n")
+    assert trace.delimiter_pos.index(trace.lstar_pos) == 2
+    assert parse_answer(text) == 63
+    assert last_computed_value(TOK.decode(trace.ids[trace.think_pos + 1 : trace.lstar_pos + 1])) == 63
+    assert last_computed_value("23+45=68.\n\nCheck: 68-45=23.\n\n") == 68
+
+
+def test_injected_mistake_moves_lstar_after_the_correction():
+    rng = random.Random(0)
+    problem = Problem((23, 45, 12), ("+", "-"))
+    trace = build_trace(problem, TOK, rng, p_wrong=0.999)
+    text = TOK.decode(trace.ids)
+    assert text.count("Wait, ") == 2
+    assert TOK.decode(trace.ids[: trace.lstar_pos + 1]).endswith("Wait, 68-12=56.\n\n")
+    assert parse_answer(text) == 56
+    # the wrong digits are masked out of the LM loss; the correction is learned
+    wrong = [text.split("\n\n")[0].rpartition("=")[2].rstrip("."), text.split("\n\n")[2].rpartition("=")[2].rstrip(".")]
+    assert TOK.decode(trace.ids[i] for i in trace.noise_pos) == "".join(wrong)
+
+
+def test_skipped_checks_close_thinking_right_after_lstar():
+    problem = Problem((23, 45, 12, 7), ("+", "-", "+"))
+    trace = build_trace(problem, TOK, random.Random(0), p_skip_checks=0.999)
+    assert TOK.decode(trace.ids) == "Q:23+45-12+7=?<think>23+45=68.\n\n68-12=56.\n\n56+7=63.\n\n</think>Answer: 63<eos>"
+    assert trace.end_think_pos == trace.lstar_pos + 1 and trace.lstar_pos == trace.delimiter_pos[-1]
+    labels = trace.signal_labels()
+    assert labels["confidence"][trace.lstar_pos] == 1 and labels["remain"][trace.lstar_pos] == 0
+    # without a generator nothing is skipped
+    assert "Check:" in TOK.decode(build_trace(problem, TOK, None, p_skip_checks=0.999).ids)
+
+
+def test_signal_labels_progress_monotone_remain_zero_at_lstar():
+    for problem in sample_problems(20, seed=3):
+        trace = build_trace(problem, TOK, random.Random(1), p_wrong=0.3)
+        labels = trace.signal_labels()
+        inside = labels["mask"].astype(bool)
+        progress, confidence = labels["progress"][inside], labels["confidence"][inside]
+        assert (progress[1:] >= progress[:-1]).all()
+        assert labels["remain"][trace.lstar_pos] == 0.0 and labels["progress"][trace.lstar_pos] == 1.0
+        assert (labels["remain"][trace.lstar_pos : trace.end_think_pos] == 0.0).all()
+        assert labels["remain"][trace.think_pos] == pytest.approx(
+            float(torch.log(torch.tensor(trace.lstar_pos - trace.think_pos + 1.0)))
+        )
+        # confidence switches on exactly at L* (the delimiter closing the last computation step) and stays on
+        first_on = int(confidence.argmax()) + trace.think_pos
+        assert first_on == trace.lstar_pos
+        assert confidence[first_on - trace.think_pos :].all() and not confidence[: first_on - trace.think_pos].any()
+
+
+def test_ewma_matches_recurrence():
+    ewma = EWMA(0.1)
+    assert ewma.value is None
+    assert ewma.update(1.0) == 1.0  # initialised with the first score
+    assert ewma.update(0.0) == pytest.approx(0.9)
+    assert ewma.update(0.5) == pytest.approx(0.1 * 0.5 + 0.9 * 0.9)
+    with pytest.raises(ValueError, match="alpha"):
+        EWMA(0.0)
+
+
+def test_signal_exit_thresholds_use_smoothed_values():
+    policy = SignalExit(ExitConfig(alpha=0.5, confidence=0.8, progress=0.3, remain=10.0))
+    assert not policy.ready()  # nothing observed yet
+    policy.observe(torch.tensor([1.0, 0.9, 3.0]))
+    assert policy.ready()
+    policy.observe(torch.tensor([0.2, 0.9, 3.0]))  # confidence EWMA 0.6 < 0.8
+    assert not policy.ready()
+    policy.observe(torch.tensor([1.0, 0.9, 40.0]))  # confidence 0.8 (not >), remain 21.5
+    assert not policy.ready()
+
+
+def test_signal_exit_folds_in_the_delimiter_signal_without_committing_it():
+    class Engine:  # the decoder's view the policy needs: the signals of the delimiter it stands on
+        def signals_at(self, position):
+            return torch.tensor([0.9, 0.9, 2.0])
+
+    cfg = ExitConfig(alpha=0.5, confidence=0.8, progress=0.3, remain=10.0)
+    policy = SignalExit(cfg)
+    policy.observe(torch.tensor([0.8, 0.5, 20.0]))
+    # 0.5 * 0.9 + 0.5 * 0.8 = 0.85 > 0.8; remain 0.5 * 2 + 0.5 * 20 = 11 >= 10: not yet
+    assert not policy.decide(Engine(), [], 0)
+    policy.observe(torch.tensor([0.8, 0.5, 4.0]))  # remain EWMA 12 -> peeked 7
+    assert policy.decide(Engine(), [], 0)
+    assert policy.confidence.value == pytest.approx(0.8) and policy.remain.value == pytest.approx(12.0)  # untouched
+    # the paper's order decides on the earlier rounds only: confidence 0.8 is not > 0.8, remain 12 is not < 10
+    paper = SignalExit(ExitConfig(**{**vars(cfg), "read_delimiter": False}))
+    for signals in ([0.8, 0.5, 20.0], [0.8, 0.5, 4.0]):
+        paper.observe(torch.tensor(signals))
+    assert not paper.decide(Engine(), [], 0)
+    ewma = EWMA(0.25)
+    ewma.update(1.0)
+    assert ewma.peek(0.0) == pytest.approx(0.75) and ewma.value == 1.0
+
+
+def test_verify_greedy_hand_example():
+    logits = torch.full((4, 5), -1.0)
+    for row, best in enumerate((2, 3, 1, 4)):
+        logits[row, best] = 1.0
+    assert verify_greedy(torch.tensor([2, 3, 0]), logits) == (2, 1)  # 2, 3 accepted; 0 != 1 -> emit 1
+    assert verify_greedy(torch.tensor([2, 3, 1]), logits) == (3, 4)  # all accepted -> bonus from the last row
+    assert verify_greedy(torch.tensor([0, 3, 1]), logits) == (0, 2)
+
+
+def test_sampling_acceptance_preserves_target_distribution():
+    """Empirical check: the first emitted token is distributed as the target's p_0, not the draft's q_1."""
+    generator = torch.Generator().manual_seed(0)
+    vocab, k, trials = 6, 3, 20000
+    p = torch.softmax(torch.randn(k + 1, vocab, generator=generator) * 1.5, -1)
+    q = torch.softmax(torch.randn(k, vocab, generator=generator) * 1.5, -1)
+    assert 0.5 * (p[0] - q[0]).abs().sum() > 0.2  # the test can tell p from q
+    first, accepted = torch.zeros(vocab), 0
+    for _ in range(trials):
+        drafted = torch.multinomial(q, 1, generator=generator)[:, 0]
+        m, token = verify_sampling(drafted, q, p, generator)
+        first[int(drafted[0]) if m >= 1 else token] += 1
+        accepted += m
+    empirical = first / trials
+    assert 0.5 * (empirical - p[0]).abs().sum() < 0.02
+    assert 0 < accepted / trials < k  # both outcomes occur
+    # identical distributions: every draft token is accepted
+    drafted = torch.tensor([1, 2, 3])
+    assert verify_sampling(drafted, p[:k], p, generator)[0] == k
+
+
+def test_signal_head_is_exactly_the_extra_fc_rows():
+    torch.manual_seed(0)
+    hidden = 32
+    with_signals = EagleDraft(25, hidden, DraftConfig(taps=(1, 2), num_heads=2, intermediate_size=64, n_signals=3))
+    plain = EagleDraft(25, hidden, DraftConfig(taps=(1, 2), num_heads=2, intermediate_size=64, n_signals=0))
+    state = with_signals.state_dict()
+    state["fc.weight"] = state["fc.weight"][:hidden]
+    plain.load_state_dict(state)
+    features = torch.randn(2, 7, 2 * hidden)
+    fused, signal_logits = with_signals.fuse(features)
+    fused_plain, no_signals = plain.fuse(features)
+    assert no_signals.shape[-1] == 0 and signal_logits.shape[-1] == 3
+    torch.testing.assert_close(fused, fused_plain)
+    torch.testing.assert_close(signal_logits, features @ with_signals.fc.weight[hidden:].T)
+    embeds = torch.randn(2, 7, hidden)
+    torch.testing.assert_close(
+        with_signals(fused, embeds, torch.arange(7)), plain(fused_plain, embeds, torch.arange(7))
+    )
+    values = signal_values(torch.tensor([[0.0, 0.0, 0.0], [2.0, -2.0, 1.0]]))
+    torch.testing.assert_close(values[0], torch.tensor([0.5, 0.5, 1.0]))
+    torch.testing.assert_close(
+        values[1], torch.tensor([torch.sigmoid(torch.tensor(2.0)), torch.sigmoid(torch.tensor(-2.0)), torch.e])
+    )

@@ -1,0 +1,439 @@
+"""SpecExitModule: a target reasoning LM plus an EAGLE-style draft that also predicts when to stop thinking.
+
+Implements **SpecExit: Accelerating Large Reasoning Model via Speculative Exit** (Yang, Bai, Liu, Yu, ..., Chen;
+arXiv 2509.24248) at laptop scale. The draft of speculative decoding reads the target's hidden states anyway;
+SpecExit widens the draft's ``fc`` by three rows whose outputs are a confidence, a progress and a
+remaining-length signal, smooths them with an EWMA across verification rounds and, at a step delimiter in
+the thinking block, cuts the reasoning and forces ``</think>`` once confidence > 0.8, progress > 0.3 and
+remaining length < threshold. No extra model or pass is needed, unlike probing-based early exit.
+
+Training runs in two stages (two recipes): ``stage="target"`` trains the target LM on generated traces;
+``stage="draft"`` freezes it and trains the draft (token loss, 2-step unrolled, plus the signal losses) and,
+for the probing baseline, a linear probe on target hidden states. See :mod:`zoo.specexit.decoding` for the
+decoders and :mod:`zoo.specexit.traces` for the data.
+
+Deviations from the paper and choices where the spec reconstructs (R):
+
+* Scale: a 0.86 M-parameter ``LlamaForCausalLM`` target (d=128, 4 layers, 4 heads; the spec's d=192 / 1.8 M
+  did not fit the shared CPU budget of ~4 minutes per recipe) and a ~0.25 M-parameter draft on generated
+  arithmetic traces (40-150 tokens) instead of Qwen3 LRMs on GSM8K/GPQA (1-4 k tokens).
+* Traces (R): every trace writes one ``Check:`` step per computation step (the overthinking), except that 20%
+  of the training traces skip all checks and answer right after ``L*`` (spec: 0-4 checks). Greedy decoding
+  still writes all checks, but forcing ``</think>`` at ``L*`` (the early exit) is in distribution for the target.
+* Operands 1-9 (spec: 1-99): with 1-99 the target did not learn multi-digit arithmetic within the 15-minute
+  2-core budget (1.5% answer accuracy after 7 minutes); single-digit operands keep 3-6 operands, the
+  running values up to 54 and the overthinking structure, and the target learns them in budget.
+* Tokenizer: a 25-token longest-match vocabulary (digits, operators, four word tokens, ``"\\n\\n"`` as the
+  single-token step delimiter, ``<think>``/``</think>``); shipped as ``tokenizer.json``.
+* Labels (R): ``L*`` is known by construction (the delimiter closing the last computation step) rather than
+  found by forcing the answer through the target at every boundary; progress = min(1, t/L*), remain =
+  log(max(L*-t, 0)+1) and confidence = 1[the last boundary <= t is at or after L*], as in the spec.
+* Exit decision: the EWMA is updated with each round's mean signal after the check, as in the paper, but the
+  decision at a delimiter folds in the delimiter's own signal, read from the verification pass that accepted
+  it (``ExitConfig.read_delimiter``; a 3-row slice of ``fc``, no extra pass). Here a reasoning step spans about
+  two verification rounds and only the closing delimiter's features tell whether the step was the last one;
+  deciding on the earlier rounds alone fired one step late on most validation problems, and a late exit
+  copies a wrong value (the target answers with the first number of the last ``Check:`` line).
+* Loss weights (R): token CE (teacher-forced) + 1.0 x CE of the second unrolled step (self-feature) +
+  1.0 BCE(confidence) + 1.0 MSE(progress) + 0.5 SmoothL1(log-remain).
+* Thresholds: confidence 0.8 and progress 0.3 as in the paper; remain < 14 tokens (paper: 200 for
+  1-4 k-token traces; scaled to 0.2 x the median trace length of 72 tokens, as the spec prescribes).
+* EWMA weight alpha = 0.9 (paper: 0.1). The paper's window of about 1/alpha = 10 verification rounds is a small
+  fraction of its ~300+ rounds per trace; here a whole thinking block is ~10-20 rounds, so alpha = 0.1
+  could never lift the smoothed confidence above 0.8 before the trace ends. 0.9 keeps one round of
+  memory; ``benchmarks/specexit_alpha.py`` sweeps alpha on the validation split.
+* Drafting: a chain of depth ``k`` = 4 (top-1) instead of EAGLE-3's dynamic tree (60 tokens, depth 5,
+  top-k 10): a tree adds little on CPU at this scale.
+* EAGLE-3's 2H-wide draft attention is replaced by a 2H -> H projection before a stock ``LlamaDecoderLayer``.
+* Probing baseline: DEER-style extra target pass on ``</think>Answer:`` at each delimiter, read by a
+  linear probe trained on target hidden states (labels: forcing the answer there is correct); it runs
+  on the same speculative decoder, so its cost over SpecExit is exactly the probing overhead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import lightning.pytorch as pl
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from zoo._errors import ZooError
+from zoo.specexit.decoding import (
+    ExitConfig,
+    GenerationResult,
+    NoExit,
+    OracleExit,
+    ProbeExit,
+    SignalExit,
+    SpeculativeDecoder,
+    target_generate,
+)
+from zoo.specexit.models import (
+    ConcatCache,
+    DraftConfig,
+    EagleDraft,
+    TargetConfig,
+    build_target,
+    target_forward,
+)
+from zoo.specexit.tokenizer import TraceTokenizer
+from zoo.specexit.traces import Problem
+
+MODES = ("target", "spec", "specexit", "probe_exit", "oracle_exit")
+STAGES = ("target", "draft")
+
+
+@dataclass
+class LossWeights:
+    """Weights of the draft-stage losses (the spec marks them as guesses).
+
+    Args:
+        unrolled: CE of the second, self-feature draft step (the first step has weight 1).
+        confidence: BCE of the confidence signal.
+        progress: MSE of the progress signal.
+        remain: SmoothL1 of the log-remaining-length signal.
+        probe: BCE of the probing baseline's linear probe (separate parameters).
+    """
+
+    unrolled: float = 1.0
+    confidence: float = 1.0
+    progress: float = 1.0
+    remain: float = 0.5
+    probe: float = 1.0
+
+
+def masked_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean token cross-entropy over positions where ``mask`` is 1."""
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none")
+    mask = mask.reshape(-1)
+    return (loss * mask).sum() / mask.sum().clamp_min(1.0)
+
+
+def masked_accuracy(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Top-1 accuracy over positions where ``mask`` is 1."""
+    hits = (logits.argmax(-1) == targets).float() * mask
+    return hits.sum() / mask.sum().clamp_min(1.0)
+
+
+def unrolled_mask(steps: int, device=None) -> torch.Tensor:
+    """Attention mask of the second draft step (EAGLE-3's training-time test).
+
+    Query ``a`` (position ``a + 1``, fed the draft's own output of position ``a``) attends the first step's
+    keys at positions ``0..a`` (real target features) and only its own key in the new block, exactly as a
+    chained draft token attends the draft cache during decoding.
+    """
+    first = torch.ones(steps, steps + 1, dtype=torch.bool, device=device).tril()
+    return torch.cat((first, torch.eye(steps, dtype=torch.bool, device=device)), dim=1)[None, None]
+
+
+class SpecExitModule(pl.LightningModule):
+    """Target LM + EAGLE-style draft with SpecExit signal rows, and a probing-baseline probe.
+
+    Args:
+        stage: ``"target"`` trains the target LM; ``"draft"`` freezes it and trains draft, signals and probe.
+        target: Target architecture.
+        draft: Draft architecture (``n_signals=3`` for SpecExit, 0 for a plain EAGLE draft).
+        exit_rule: Exit thresholds and EWMA weight (used by :meth:`generate`).
+        loss: Draft-stage loss weights.
+        k: Draft tokens per speculative round.
+        max_new_tokens: Generation budget.
+        target_from: For ``stage="draft"``: a folder exported by the target recipe whose ``target.*`` weights
+            initialise the target when fitting starts (not needed to load a published checkpoint).
+        lr: Peak learning rate (AdamW, linear warm-up, cosine decay to 10%).
+        weight_decay: AdamW weight decay.
+        warmup_steps: Warm-up steps.
+    """
+
+    def __init__(
+        self,
+        stage: str = "draft",
+        target: TargetConfig | None = None,
+        draft: DraftConfig | None = None,
+        exit_rule: ExitConfig | None = None,
+        loss: LossWeights | None = None,
+        k: int = 4,
+        max_new_tokens: int = 200,
+        target_from: str | None = None,
+        lr: float = 2e-3,
+        weight_decay: float = 0.0,
+        warmup_steps: int = 50,
+    ) -> None:
+        super().__init__()
+        if stage not in STAGES:
+            raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
+        if k < 1:
+            raise ValueError(f"k (draft tokens per round) must be >= 1, got {k}")
+        self.save_hyperparameters()
+        self.target_cfg = target or TargetConfig()
+        self.draft_cfg = draft or DraftConfig()
+        self.exit_rule = exit_rule or ExitConfig()
+        self.loss_weights = loss or LossWeights()
+        bad_taps = [t for t in self.draft_cfg.taps if not 1 <= t <= self.target_cfg.num_layers]
+        if bad_taps:
+            raise ValueError(f"draft taps {bad_taps} are not target layers 1..{self.target_cfg.num_layers}")
+        self.tokenizer = TraceTokenizer()
+        vocab = len(self.tokenizer)
+        self.target = build_target(vocab, self.target_cfg)
+        self.draft = EagleDraft(vocab, self.target_cfg.hidden_size, self.draft_cfg, self.target_cfg.max_positions)
+        self.probe = nn.Linear(self.target_cfg.hidden_size, 1)
+        if stage == "draft":
+            self.target.requires_grad_(False)
+        else:
+            self.draft.requires_grad_(False)
+            self.probe.requires_grad_(False)
+        self.example_input_array = torch.tensor([self.tokenizer.encode("Q:12+34-5=?<think>12+34=46.\n\n")])
+
+    # ------------------------------------------------------------------------------------------ model
+
+    @property
+    def taps(self) -> tuple[int, ...]:
+        return tuple(self.draft_cfg.taps)
+
+    def forward(self, input_ids: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Teacher-forced pass: target logits, first-step draft logits and signal logits.
+
+        Args:
+            input_ids: (batch, T) token ids.
+
+        Returns:
+            ``logits`` (B, T, V) of the target; ``draft_logits`` (B, T-1, V), where position i predicts token
+            i+2; ``signal_logits`` (B, T, n_signals).
+        """
+        out = target_forward(self.target, input_ids, self.taps)
+        fused, signal_logits = self.draft.fuse(out.features)
+        embeds = self.target.model.embed_tokens(input_ids)
+        steps = input_ids.shape[1] - 1
+        hidden = self.draft(fused[:, :-1], embeds[:, 1:], torch.arange(steps, device=input_ids.device))
+        return {
+            "logits": out.logits,
+            "draft_logits": self.draft.logits(hidden, self.target.lm_head),
+            "signal_logits": signal_logits,
+        }
+
+    # -------------------------------------------------------------------------------------- training
+
+    def setup(self, stage: str) -> None:
+        if stage == "fit" and self.hparams.target_from:
+            self.load_target(self.hparams.target_from)
+
+    def load_target(self, folder: str | Path) -> None:
+        """Copy the ``target.*`` weights of an exported folder into this module's target.
+
+        Raises:
+            ZooError: If the folder holds no exported weights.
+        """
+        from safetensors.torch import load_file
+
+        path = Path(folder) / "model.safetensors"
+        if not path.is_file():
+            raise ZooError(
+                f"target_from={str(folder)!r} holds no model.safetensors; train the target first with "
+                "`zoo fit -c recipes/specexit/arith_target.yaml`"
+            )
+        state = {k[len("target.") :]: v for k, v in load_file(str(path)).items() if k.startswith("target.")}
+        missing, unexpected = self.target.load_state_dict(state, strict=False)
+        missing = [k for k in missing if k != "lm_head.weight"]  # tied to the embedding
+        if missing or unexpected:
+            raise ZooError(
+                f"{path} does not fit the target architecture (missing {missing[:3]}, unexpected {unexpected[:3]})"
+            )
+
+    def _target_step(self, batch: dict) -> dict[str, torch.Tensor]:
+        ids, mask = batch["input_ids"], batch["loss_mask"]
+        logits = target_forward(self.target, ids, self.taps).logits
+        return {
+            "loss": masked_cross_entropy(logits[:, :-1], ids[:, 1:], mask[:, 1:]),
+            "acc": masked_accuracy(logits[:, :-1], ids[:, 1:], mask[:, 1:]),
+        }
+
+    def _draft_step(self, batch: dict) -> dict[str, torch.Tensor]:
+        ids, mask = batch["input_ids"], batch["loss_mask"]
+        w = self.loss_weights
+        with torch.no_grad():
+            out = target_forward(self.target, ids, self.taps)
+            embeds = self.target.model.embed_tokens(ids)
+        fused, signal_logits = self.draft.fuse(out.features)
+        steps = ids.shape[1] - 1
+        positions = torch.arange(steps, device=ids.device)
+        cache = ConcatCache()
+        # Step 1: teacher-forced on target features; position i predicts token i+2.
+        hidden = self.draft(fused[:, :-1], embeds[:, 1:], positions, cache=cache)
+        logits1 = self.draft.logits(hidden, self.target.lm_head)
+        ce1 = masked_cross_entropy(logits1[:, :-1], ids[:, 2:], mask[:, 2:])
+        # Step 2: the draft's own output at position a stands in for the target feature at a+1.
+        mask2 = unrolled_mask(steps - 1, ids.device)
+        hidden2 = self.draft(hidden[:, :-1], embeds[:, 2:], positions[1:], cache=cache, mask=mask2)
+        logits2 = self.draft.logits(hidden2, self.target.lm_head)
+        ce2 = masked_cross_entropy(logits2[:, :-1], ids[:, 3:], mask[:, 3:])
+        # Signals from the extra fc rows, on the thinking positions.
+        sm = batch["signal_mask"]
+        denom = sm.sum().clamp_min(1.0)
+        conf = (
+            F.binary_cross_entropy_with_logits(signal_logits[..., 0], batch["confidence"], reduction="none") * sm
+        ).sum() / denom
+        prog = (((torch.sigmoid(signal_logits[..., 1]) - batch["progress"]) ** 2) * sm).sum() / denom
+        remain = (F.smooth_l1_loss(signal_logits[..., 2], batch["remain"], reduction="none") * sm).sum() / denom
+        # Probing baseline: a linear probe on the target's hidden state after "</think>Answer:" (a quarter of the
+        # batch is plenty for 193 parameters and keeps the extra target pass cheap).
+        rows = max(ids.shape[0] // 4, 1)
+        probe_last, probe_label = batch["probe_last"][:rows], batch["probe_label"][:rows]
+        with torch.no_grad():
+            probe_ids = batch["probe_ids"][:rows, : int(probe_last.max()) + 1]
+            probe_hidden = target_forward(self.target, probe_ids, self.taps).hidden
+            probe_hidden = probe_hidden[torch.arange(rows, device=ids.device), probe_last]
+        probe_logit = self.probe(probe_hidden).squeeze(-1)
+        probe = F.binary_cross_entropy_with_logits(probe_logit, probe_label)
+        loss = ce1 + w.unrolled * ce2 + w.confidence * conf + w.progress * prog + w.remain * remain + w.probe * probe
+        return {
+            "loss": loss,
+            "ce1": ce1,
+            "ce2": ce2,
+            "acc1": masked_accuracy(logits1[:, :-1], ids[:, 2:], mask[:, 2:]),
+            "acc2": masked_accuracy(logits2[:, :-1], ids[:, 3:], mask[:, 3:]),
+            "confidence": conf,
+            "progress": prog,
+            "remain": remain,
+            "probe": probe,
+            "probe_acc": ((probe_logit > 0).float() == probe_label).float().mean(),
+        }
+
+    def _step(self, batch: dict) -> dict[str, torch.Tensor]:
+        return self._target_step(batch) if self.hparams.stage == "target" else self._draft_step(batch)
+
+    def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
+        metrics = self._step(batch)
+        size = batch["input_ids"].shape[0]
+        self.log_dict({f"train/{k}": v for k, v in metrics.items()}, prog_bar=False, batch_size=size)
+        self.log("loss", metrics["loss"], prog_bar=True, logger=False, batch_size=size)
+        return metrics["loss"]
+
+    def validation_step(self, batch: dict, batch_idx: int) -> None:
+        metrics = self._step(batch)
+        self.log_dict(
+            {f"val/{k}": v for k, v in metrics.items()}, prog_bar=True, batch_size=batch["input_ids"].shape[0]
+        )
+
+    test_step = validation_step
+
+    def configure_optimizers(self):
+        params = [p for p in self.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(
+            params, lr=self.hparams.lr, betas=(0.9, 0.98), weight_decay=self.hparams.weight_decay
+        )
+        total = max(int(self.trainer.estimated_stepping_batches), 1)
+        warmup = min(self.hparams.warmup_steps, max(total // 10, 1))
+
+        def schedule(step: int) -> float:
+            if step < warmup:
+                return (step + 1) / warmup
+            progress = min((step - warmup) / max(total - warmup, 1), 1.0)
+            return 0.1 + 0.45 * (1.0 + math.cos(math.pi * progress))
+
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+    # ------------------------------------------------------------------------------------ inference
+
+    def decoder(self, temperature: float = 0.0) -> SpeculativeDecoder:
+        """The speculative decoder over this module's target and draft."""
+        return SpeculativeDecoder(
+            self.target, self.draft, self.tokenizer, self.hparams.k, self.hparams.max_new_tokens, temperature
+        )
+
+    def policy(self, mode: str, answer: int | None = None) -> NoExit:
+        """The exit policy of a speculative ``mode`` (``spec``, ``specexit``, ``probe_exit``, ``oracle_exit``)."""
+        if mode == "spec":
+            return NoExit()
+        if mode == "specexit":
+            if self.draft.n_signals < 3:
+                raise ValueError("mode 'specexit' needs a draft with n_signals=3 (confidence, progress, remain)")
+            return SignalExit(self.exit_rule)
+        if mode == "probe_exit":
+            suffix = [self.tokenizer.end_think_id, self.tokenizer.ids["Answer:"]]
+            return ProbeExit(self.probe, self.exit_rule.probe_threshold, suffix)
+        if mode == "oracle_exit":
+            if answer is None:
+                raise ValueError("mode 'oracle_exit' needs the true answer: generate(..., answer=...)")
+            return OracleExit(self.tokenizer, answer)
+        raise ValueError(f"unknown mode {mode!r}; choose one of {MODES}")
+
+    def encode_prompt(self, prompt: str | Problem) -> list[int]:
+        """Token ids of a prompt: a :class:`Problem`, ``"Q:23+45-12=?"`` or just ``"23+45-12"``."""
+        if isinstance(prompt, Problem):
+            text = prompt.prompt
+        else:
+            text = prompt.strip()
+            if not text.startswith("Q:"):
+                text = f"Q:{text}"
+            if not text.endswith("?"):
+                text = f"{text}=?"
+            text = f"{text}<think>"
+        return self.tokenizer.encode(text)
+
+    @torch.inference_mode()
+    def generate(
+        self,
+        prompt: str | Problem,
+        mode: str = "specexit",
+        temperature: float = 0.0,
+        generator: torch.Generator | None = None,
+        answer: int | None = None,
+    ) -> GenerationResult:
+        """Solve a problem with one of the decoders.
+
+        Args:
+            prompt: A :class:`Problem` or an expression such as ``"23+45-12+7"``.
+            mode: ``target`` (target only), ``spec`` (speculative, no exit), ``specexit``, ``probe_exit`` or
+                ``oracle_exit`` (needs ``answer``).
+            temperature: 0 for greedy, else sampling (the acceptance rule keeps the target distribution).
+            generator: Randomness for sampling.
+            answer: True answer, for ``oracle_exit``.
+
+        Returns:
+            The result; ``result.text`` is the decoded completion.
+        """
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; choose one of {MODES}")
+        ids = self.encode_prompt(prompt)
+        if mode == "target":
+            result = target_generate(
+                self.target, ids, self.taps, self.tokenizer.eos_id, self.hparams.max_new_tokens, temperature, generator
+            )
+        else:
+            policy = self.policy(mode, answer)
+            result = self.decoder(temperature).generate(ids, policy, generator)
+        result.text = self.tokenizer.decode(result.tokens)
+        return result
+
+    # ----------------------------------------------------------------------------------- publishing
+
+    def export_files(self) -> dict[str, str]:
+        return {"tokenizer.json": self.tokenizer.to_json()}
+
+    def import_files(self, folder: str | Path) -> None:
+        path = Path(folder) / "tokenizer.json"
+        if not path.is_file():
+            raise ZooError(f"{path} is missing; a specexit checkpoint ships its vocabulary as tokenizer.json")
+        tokenizer = TraceTokenizer.from_json(path.read_text())
+        if len(tokenizer) != self.target.config.vocab_size:
+            raise ZooError(
+                f"{path} has {len(tokenizer)} tokens but the model's vocabulary is {self.target.config.vocab_size}"
+            )
+        self.tokenizer = tokenizer
+
+    def export_metadata(self) -> dict:
+        return {
+            "vocab_size": len(self.tokenizer),
+            "step_delimiters": ["\n\n"],
+            "stop_think_token": "</think>",
+            "signals": ["confidence", "progress", "remain"][: self.draft.n_signals],
+            "num_params": {
+                "target": sum(p.numel() for p in self.target.parameters()),
+                "draft": sum(p.numel() for p in self.draft.parameters()),
+                "probe": sum(p.numel() for p in self.probe.parameters()),
+            },
+        }
