@@ -29,10 +29,8 @@ def test_citation_lists_the_nineteen_papers_and_the_registered_ones():
 
 @pytest.mark.slow
 def test_wheel_ships_the_offline_mirror(tmp_path):
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(ROOT)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    wheel_cmd = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
+    subprocess.run([*wheel_cmd, "-w", str(tmp_path), str(ROOT)], check=True, capture_output=True)
     (wheel,) = tmp_path.glob("icml26_zoo-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     mirrored = [p for p in (ROOT / "hub_cards").glob("*/*") if p.is_file()]
