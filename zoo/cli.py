@@ -216,9 +216,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"\nzoo.load({name!r}, pretrained=True), then scored offline:")
     started = time.perf_counter()
     scores = score_pretrained(name)
-    card = zoo.get_entry(name).pretrained_cfg.metrics
+    entry = zoo.get_entry(name)
+    card = entry.pretrained_cfg.metrics
+    metrics_file = entry.mirror_dir / "metrics.json"
+    seeds = json.loads(metrics_file.read_text()).get("seeds", []) if metrics_file.is_file() else []
+    # A card may average several seeds while the checkpoint is one of them: say which number is which.
+    label = f"card, mean over seeds {seeds}" if len(seeds) > 1 else "card"
     for key, value in scores.items():
-        published = f" (card: {card[key]:.4g})" if key in card else ""
+        published = f" ({label}: {card[key]:.4g})" if key in card else ""
         print(f"  {key} = {value:.4g}{published}")
     print(f"  in {time.perf_counter() - started:.1f} s")
     return 0
