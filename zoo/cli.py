@@ -211,6 +211,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         name = resolve_name(args.name)
     else:
         name = resolve_name("fedgr") if "fedgr" in {zoo.get_entry(n).paper for n in names} else names[0]
+    from zoo._cards import load_metrics
     from zoo._eval import score_pretrained
 
     print(f"\nzoo.load({name!r}, pretrained=True), then scored offline:")
@@ -218,8 +219,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     scores = score_pretrained(name)
     entry = zoo.get_entry(name)
     card = entry.pretrained_cfg.metrics
-    metrics_file = entry.mirror_dir / "metrics.json"
-    seeds = json.loads(metrics_file.read_text()).get("seeds", []) if metrics_file.is_file() else []
+    has_card = (entry.mirror_dir / "metrics.json").is_file()
+    seeds = load_metrics(entry.mirror_dir).get("seeds", []) if has_card else []
     # A card may average several seeds while the checkpoint is one of them: say which number is which.
     label = f"card, mean over seeds {seeds}" if len(seeds) > 1 else "card"
     for key, value in scores.items():
