@@ -66,7 +66,7 @@ def test_build_forward_backward(name):
 def test_recipe_fast_dev_run(name, tmp_path):
     from lightning.pytorch.utilities.model_helpers import is_overridden
 
-    from zoo.cli import ZooCLI
+    from zoo._lightning_cli import ZooCLI
 
     entry = get_entry(name)
     recipe = entry.pretrained_cfg.recipe
@@ -150,7 +150,7 @@ RECIPES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "recipes").rglob("*.y
 @pytest.mark.parametrize("recipe", RECIPES)
 def test_recipe_parses(recipe, capsys):
     """Every recipe passes LightningCLI's validation (`zoo fit -c RECIPE --print_config`)."""
-    from zoo.cli import ZooCLI
+    from zoo._lightning_cli import ZooCLI
 
     with pytest.raises(SystemExit) as exit_info:
         ZooCLI(args=["fit", "-c", str(ROOT / recipe), "--print_config"])

@@ -76,7 +76,7 @@ def test_training_step_moves_only_the_stage_parameters(stage):
 
 
 def test_target_recipe_fast_dev_run(tmp_path):
-    from zoo.cli import ZooCLI
+    from zoo._lightning_cli import ZooCLI
 
     cli = ZooCLI(
         args=[

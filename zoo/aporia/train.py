@@ -17,7 +17,7 @@ def train_generator(name: str, extra_args: tuple[str, ...] = ()):
     """
     from zoo._errors import ZooError
     from zoo._registry import get_entry
-    from zoo.cli import ZooCLI
+    from zoo._lightning_cli import ZooCLI
 
     entry = get_entry(name)
     recipe = ROOT / (entry.pretrained_cfg.recipe or "")

@@ -128,7 +128,7 @@ def _load_arm(arm: str, seed: int, retrain: bool, workdir: Path):
 
     if not retrain:
         return zoo.load(ARMS[arm], pretrained=True).eval()
-    from zoo.cli import ZooCLI
+    from zoo._lightning_cli import ZooCLI
 
     recipe = zoo.get_entry(ARMS[arm]).pretrained_cfg.recipe
     cli = ZooCLI(

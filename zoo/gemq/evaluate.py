@@ -63,7 +63,7 @@ def _load_fp(retrain: bool):
     import tempfile
     from pathlib import Path
 
-    from zoo.cli import ZooCLI
+    from zoo._lightning_cli import ZooCLI
 
     recipe = Path(__file__).resolve().parents[2] / zoo.get_entry(FP_NAME).pretrained_cfg.recipe
     with tempfile.TemporaryDirectory() as folder:

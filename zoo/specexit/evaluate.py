@@ -160,7 +160,7 @@ def _retrained(seed: int, base) -> Any:
     """Train a fresh draft (and probe) with the draft recipe on top of the published target, for ``seed``."""
     import tempfile
 
-    from zoo.cli import ZooCLI
+    from zoo._lightning_cli import ZooCLI
     from zoo.specexit.module import SpecExitModule
 
     root = Path(__file__).resolve().parents[2]
