@@ -87,7 +87,7 @@ def tiny_entry(tmp_path, monkeypatch):
         module="tests.tiny.module:TinyClassifier",
         description="Tiny test-only MLP on Gaussian blobs",
         model_args={"hidden": 12},
-        evaluate="tests.tiny.evaluate:evaluate",
+        evaluate="tests.tiny.evaluate",
         arm="tiny",
         pretrained_cfg=PretrainedCfg(
             paper=PaperRef(title="A Tiny Test Paper", arxiv="0000.00000", authors=("A. Tester",)),
@@ -98,7 +98,6 @@ def tiny_entry(tmp_path, monkeypatch):
             recipe="tests/tiny/recipe.yaml",
             task="tabular-classification",
             datasets=("blobs",),
-            metrics={},
             headline="accuracy",
             num_params=sum(p.numel() for p in TinyClassifier(hidden=12).parameters()),
             notes="Test-only entry.",

@@ -84,7 +84,7 @@ def test_missing_extra_is_one_line(capsys):
 
     register_model(
         "scratchcli.a", module="tests.tiny.module:TinyClassifier", requires=("surely_not_installed_pkg",),
-        extra="rl", evaluate="tests.tiny.evaluate:evaluate", pretrained_cfg=PretrainedCfg(paper=PaperRef("T", "0")),
+        extra="rl", evaluate="tests.tiny.evaluate", pretrained_cfg=PretrainedCfg(paper=PaperRef("T", "0")),
     )  # fmt: skip
     try:
         assert main(["eval", "scratchcli.a"]) == 2
@@ -120,15 +120,60 @@ def test_eval_writes_the_schema_and_the_card(tiny_entry, tmp_path, capsys, monke
     for variable in ("ZOO_QUIET", "HF_HUB_DISABLE_PROGRESS_BARS"):  # restored after the test
         monkeypatch.setenv(variable, "0")
     out = tmp_path / "out.json"
-    assert main(["--quiet", "eval", "tinytest", "--json", str(out), "--seeds", "3", "4", "--card"]) == 0
+    assert main(["--quiet", "eval", "tinytest", "--json", str(out), "--seeds", "0", "3", "4", "--card"]) == 0
     result = json.loads(out.read_text())
-    assert list(result) == ["name", "zoo_version", "settings", "seeds", "arms", "timings"]
-    assert result["seeds"] == [3, 4] and set(result["arms"]) == {"tiny", "majority"}
-    assert result["arms"]["tiny"]["accuracy"] > result["arms"]["majority"]["accuracy"]
+    assert list(result) == ["name", "zoo_version", "settings", "seeds", "arms", "per_seed", "claims", "extras", "timings"]
+    assert result["seeds"] == [0, 3, 4] and set(result["arms"]) == {"tiny", "reference_majority"}
+    assert result["arms"]["tiny"]["accuracy"] > result["arms"]["reference_majority"]["accuracy"]
+    assert result["arms"]["tiny"]["n_seeds"] == 3 and "accuracy_std" in result["arms"]["tiny"]
+    assert set(result["per_seed"]["tiny"]) == {"0", "3", "4"}
+    assert result["settings"]["references"] == ["reference_majority"] and "tiny" in result["settings"]["tuning"]
+    claims_printed = capsys.readouterr().err
+    assert "tiny_beats_reference_majority_accuracy" in claims_printed and "holds" in claims_printed
     folder = tiny_entry.mirror_dir
     assert json.loads((folder / "metrics.json").read_text()) == result
     assert (folder / "README.md").is_file() and (folder / "results.png").is_file()
+    assert tiny_entry.metrics["accuracy"] == result["arms"]["tiny"]["accuracy"]  # the registry reads the card
     assert os.environ.get("ZOO_QUIET") == "1"
+
+
+def test_eval_settings_are_listed_and_overridden(tiny_entry, tmp_path, capsys):
+    assert main(["eval", "tinytest", "--settings"]) == 0
+    listing = capsys.readouterr().out
+    assert "test_size = 512" in listing and "test_seed = 1234" in listing
+    out = tmp_path / "out.json"
+    assert main(["--quiet", "eval", "tinytest", "--seeds", "0", "--set", "test_size=64", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["settings"]["test_size"] == 64 and result["settings"]["overrides"] == {"test_size": 64}
+
+
+@pytest.mark.parametrize(
+    ("pair", "message"),
+    [
+        ("nope=1", "unknown setting 'nope'; valid keys: test_size, test_seed, epochs"),
+        ("test_size=many", "--set test_size=many: expected an integer"),
+        ("test_size=0", "--set test_size=0: must be at least 1"),
+        ("test_size", "expected KEY=VALUE"),
+    ],
+)
+def test_eval_bad_setting_is_one_line(tiny_entry, capsys, pair, message):
+    assert main(["eval", "tinytest", "--seeds", "0", "--set", pair]) == 2
+    assert message in _one_error_line(capsys)
+
+
+def test_eval_scores_local_weights_in_place_of_the_method(tiny_entry, tmp_path):
+    import torch
+
+    from tests.tiny.module import TinyClassifier
+    from zoo import save_pretrained
+    from zoo._eval import run_eval
+
+    torch.manual_seed(5)
+    folder = save_pretrained(TinyClassifier(hidden=12), tmp_path / "mine")  # untrained: near chance
+    mine = run_eval("tinytest", seeds=[0], weights=folder)
+    published = run_eval("tinytest", seeds=[0])
+    assert mine["arms"]["tiny"]["accuracy"] != published["arms"]["tiny"]["accuracy"]
+    assert str(folder) in mine["settings"]["source"]
 
 
 def test_pin_copies_an_exported_folder_and_prints_hashes(tiny_entry, tmp_path, capsys):

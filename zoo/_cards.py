@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from zoo._registry import ModelEntry, get_entry, import_object
+from zoo._registry import ModelEntry, get_entry
 
 FIGURE_FILE = "results.png"
 ZOO_BIBTEX = """@software{icml26_zoo,
@@ -38,44 +38,81 @@ def _fmt(value: float) -> str:
     return f"{value:.4g}"
 
 
-def results_table(metrics: dict[str, Any], highlight: str | None = None) -> str:
-    """Markdown table: one row per arm, one column per metric (union over arms)."""
-    arms = metrics["arms"]
+def _metric_keys(arms: dict[str, dict[str, float]]) -> list[str]:
     keys: list[str] = []
     for values in arms.values():
-        keys += [k for k in values if k not in keys]
-    lines = ["| arm | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys)]
+        keys += [k for k in values if k not in keys and not k.endswith("_std") and k != "n_seeds"]
+    return keys
+
+
+def results_table(metrics: dict[str, Any], highlight: str | None = None) -> str:
+    """Markdown table: one row per arm (its role and seed count), one column per metric, ``mean ± std``."""
+    arms, settings = metrics["arms"], metrics.get("settings", {})
+    keys = _metric_keys(arms)
+    lines = ["| arm | role | seeds | " + " | ".join(keys) + " |", "|---|---|---|" + "---|" * len(keys)]
     for arm, values in arms.items():
         name = f"**{arm}**" if arm == highlight else arm
-        cells = [_fmt(values[k]) if k in values else "" for k in keys]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        cells = []
+        for key in keys:
+            if key not in values:
+                cells.append("")
+            elif values.get(f"{key}_std"):
+                cells.append(f"{_fmt(values[key])} ± {_fmt(values[key + '_std'])}")
+            else:
+                cells.append(_fmt(values[key]))
+        seeds = str(int(values["n_seeds"])) if "n_seeds" in values else ""
+        lines.append(f"| {name} | {_role(settings, arm)} | {seeds} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
+def _role(settings: dict[str, Any], arm: str) -> str:
+    if settings.get("method") == arm:
+        return "method"
+    for role, label in (("baselines", "baseline"), ("ablations", "ablation"), ("references", "reference")):
+        if arm in settings.get(role, []):
+            return label
+    return ""
+
+
+def claims_section(metrics: dict[str, Any]) -> str:
+    """Markdown: the claims with pass or fail, and a plain sentence when the method does not beat a reference."""
+    claims = metrics.get("claims", [])
+    if not claims:
+        return "This evaluation states no claims.\n"
+    lines = ["| claim | measured | threshold | result |", "|---|---|---|---|"]
+    for claim in claims:
+        verdict = "pass" if claim["holds"] else "**fail**"
+        lines.append(f"| {claim['text']} | {_fmt(claim['value'])} | {_fmt(claim['threshold'])} | {verdict} |")
+    references = set(metrics.get("settings", {}).get("references", []))
+    failed = [c for c in claims if c.get("versus") in references and not c["holds"]]
+    for claim in failed:
+        lines.append(
+            f"\n**The method does not clearly beat the reference arm `{claim['versus']}`** ({claim['id']}): "
+            "read every other number on this card with that in mind."
+        )
+    held = sum(bool(c["holds"]) for c in claims)
+    lines.append(f"\n{held} of {len(claims)} claims hold.")
+    return "\n".join(lines) + "\n"
+
+
 def plot_results(metrics: dict[str, Any], path: Path, highlight: str | None = None) -> None:
-    """Default figure: one panel per metric, one bar per arm, the method highlighted."""
-    import matplotlib
+    """The card figure: the paper's ``plot(result, axes)`` when it has one, else bars of its headline metrics."""
+    from zoo._figures import card_figure, default_plot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    entry = get_entry(metrics["name"])
+    module = _paper_module(entry)
+    if module is not None and hasattr(module, "plot"):
+        with card_figure(metrics, path, panels=module.PROTOCOL.panels) as axes:
+            module.plot(metrics, axes)
+        return
+    headline = module.PROTOCOL.headline if module is not None and hasattr(module, "PROTOCOL") else ()
+    default_plot(metrics, path, headline)
 
-    arms = metrics["arms"]
-    keys: list[str] = []
-    for values in arms.values():
-        keys += [k for k in values if k not in keys]
-    keys = keys[:8]
-    fig, axes = plt.subplots(1, len(keys), figsize=(2.6 * len(keys) + 0.6, 3.0), squeeze=False)
-    for ax, key in zip(axes[0], keys):
-        names = [arm for arm in arms if key in arms[arm]]
-        values = [arms[arm][key] for arm in names]
-        colours = ["tab:red" if arm == highlight else "tab:gray" for arm in names]
-        ax.bar(range(len(names)), values, color=colours)
-        ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=8)
-        ax.set_title(key, fontsize=9)
-    fig.suptitle(f"{metrics['name']}: zoo eval, seeds {metrics['seeds']}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+
+def _paper_module(entry: ModelEntry):
+    import importlib
+
+    return importlib.import_module(entry.evaluate.partition(":")[0]) if entry.evaluate else None
 
 
 def _training_section(entry: ModelEntry, folder: Path) -> str:
@@ -128,6 +165,7 @@ def render_card(name: str, metrics: dict[str, Any] | None = None):
             metric_value=value,
         )
         for key, value in metrics["arms"].get(arm, {}).items()
+        if key in _metric_keys(metrics["arms"])
     ]
     data = ModelCardData(
         model_name=entry.name,
@@ -180,6 +218,9 @@ the arm **{arm}**. These numbers are ours, not copied from the paper.
 
 {results_table(metrics, highlight=arm)}
 {figure}
+### Claims
+
+{claims_section(metrics)}
 <details><summary>Evaluation settings</summary>
 
 ```json
@@ -220,18 +261,65 @@ def write_card(name: str, metrics_path: str | Path | None = None) -> Path:
     folder = entry.mirror_dir
     folder.mkdir(parents=True, exist_ok=True)
     metrics = json.loads(Path(metrics_path).read_text()) if metrics_path else load_metrics(folder)
-    plot = _paper_plot(entry) or plot_results
-    plot(metrics, folder / FIGURE_FILE, highlight=entry.eval_arm)
+    plot_results(metrics, folder / FIGURE_FILE, highlight=entry.eval_arm)
     card = render_card(entry.name, metrics)
     path = folder / "README.md"
     card.save(path)
     return path
 
 
-def _paper_plot(entry: ModelEntry):
-    if not entry.evaluate:
-        return None
-    try:
-        return import_object(entry.evaluate.partition(":")[0] + ":plot")
-    except AttributeError:
-        return None
+README_START = "<!-- models-table:start: generated from hub_cards/*/metrics.json by `python tools/readme_table.py` -->"
+README_END = "<!-- models-table:end -->"
+
+
+def readme_table() -> str:
+    """The README's models table, one row per evaluated paper, from the cards' metrics.json and claims."""
+    from zoo._registry import _all_entries
+
+    papers: dict[str, list[ModelEntry]] = {}
+    for entry in _all_entries():
+        papers.setdefault(entry.paper, []).append(entry)
+    lines = [
+        "| paper | entries | seeds | headline: method / best reference | claims held | failing claims |",
+        "|---|---|---|---|---|---|",
+    ]
+    for paper, entries in papers.items():
+        main = next((e for e in entries if e.default), entries[0])
+        path = main.mirror_dir / "metrics.json"
+        names = ", ".join(f"`{e.name}`" for e in entries)
+        title = f"{main.pretrained_cfg.paper.title[:40]}… ({main.pretrained_cfg.paper.label})"
+        if not path.is_file():
+            lines.append(f"| {title} | {names} | | not evaluated | | |")
+            continue
+        result = json.loads(path.read_text())
+        settings, arms = result["settings"], result["arms"]
+        key, method = main.pretrained_cfg.headline, settings.get("method")
+        headline = ""
+        if key and key in arms.get(method, {}):
+            refs = [f"{arms[r][key]:.4g} ({r})" for r in settings.get("references", []) if key in arms.get(r, {})]
+            headline = f"{key} {arms[method][key]:.4g} / " + (", ".join(refs) or "no reference reports it")
+        claims = result.get("claims", [])
+        held = sum(bool(c["holds"]) for c in claims)
+        failing = ", ".join(c["id"] for c in claims if not c["holds"]) or "none"
+        lines.append(f"| {title} | {names} | {result['seeds']} | {headline} | {held}/{len(claims)} | {failing} |")
+    return "\n".join(lines)
+
+
+def update_readme(path: str | Path, check: bool = False) -> bool:
+    """Rewrite the generated table between the README's markers; with ``check``, only compare.
+
+    Returns:
+        Whether the README already held the current table.
+    """
+    from zoo._errors import ZooError
+
+    path = Path(path)
+    text = path.read_text()
+    if README_START not in text or README_END not in text:
+        raise ZooError(f"{path} has no generated-table markers ({README_START} ... {README_END})")
+    head, rest = text.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    new = f"{head}{README_START}\n{readme_table()}\n{README_END}{tail}"
+    if new != text and not check:
+        path.write_text(new)
+    return new == text

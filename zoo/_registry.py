@@ -11,8 +11,10 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import fnmatch
+import functools
 import importlib
 import importlib.util
+import json
 import os
 import pkgutil
 from collections.abc import Mapping
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zoo._errors import MissingExtraError, UnknownModelError, ZooError
+from zoo._errors import MissingExtraError, UnknownModelError, ZooError, ZooTypeError
 
 #: The papers of the zoo, in paper order; also the package names under ``zoo/``.
 PAPER_NAMES = (
@@ -107,7 +109,8 @@ class PretrainedCfg:
         recipe: Path of the recipe that produced the weights, relative to the repository root.
         task: Hub task id for the card's model-index, e.g. ``"image-classification"``.
         datasets: Names of the data sets the weights were trained or evaluated on.
-        metrics: Headline metrics from ``zoo eval`` (copied from the card's metrics.json).
+        metrics: Deprecated and ignored: an entry's metrics are read from its card's metrics.json
+            (:attr:`ModelEntry.metrics`), never pasted into the registration.
         headline: Key of ``metrics`` shown by ``zoo list``.
         num_params: Number of parameters of the module (shown by ``zoo list`` without building it).
         notes: Free text: deviations, caveats.
@@ -144,7 +147,8 @@ class ModelEntry:
         model_args: Init arguments used by ``zoo.load(name, pretrained=False)``.
         requires: Import names of optional dependencies the entry needs.
         extra: The pip extra of ``icml26-zoo`` that installs them.
-        evaluate: ``"package.module:function"`` that measures the paper's claim (``zoo eval``).
+        evaluate: The paper's evaluation module (``"zoo.<paper>.evaluate"``), which defines ``PROTOCOL``,
+            ``measure`` and ``claims`` for the harness in :mod:`zoo._eval` (``zoo eval``).
         arm: The arm of the evaluation that this entry's weights are (default: the paper name).
         smoke: LightningCLI overrides that shrink the recipe for a ``fast_dev_run`` test.
     """
@@ -174,6 +178,11 @@ class ModelEntry:
         return self.arm or self.paper
 
     @property
+    def metrics(self) -> dict[str, float]:
+        """This entry's arm in ``zoo eval``'s result stored in ``hub_cards/<name>/metrics.json`` (empty if none)."""
+        return dict(_card_metrics(str(self.mirror_dir / "metrics.json")).get(self.eval_arm, {}))
+
+    @property
     def mirror_dir(self) -> Path:
         """The offline mirror ``hub_cards/<name>`` (inside the wheel, or at the repository root)."""
         return hub_cards_root() / self.name
@@ -199,6 +208,37 @@ def import_object(path: str) -> Any:
     if not sep:
         module_name, _, attr = path.rpartition(".")
     return getattr(importlib.import_module(module_name), attr)
+
+
+@functools.cache
+def _card_metrics(path: str) -> dict[str, dict[str, float]]:
+    if not os.path.isfile(path):
+        return {}
+    with open(path) as handle:
+        return json.load(handle).get("arms", {})
+
+
+def clear_metrics_cache() -> None:
+    """Forget the metrics read from the cards (after ``zoo eval --card`` rewrote them)."""
+    _card_metrics.cache_clear()
+
+
+def repo_root() -> Path:
+    """The folder above the ``zoo`` package: the repository root in a checkout."""
+    return Path(__file__).resolve().parent.parent
+
+
+def resolve_recipe(recipe: str | os.PathLike) -> Path | None:
+    """The file of a recipe path such as ``recipes/fedgr/fedavg.yaml``: in the checkout, in the installed
+    package (``zoo/recipes/...``) or relative to the working directory; None if it is nowhere."""
+    path = Path(recipe)
+    if path.is_absolute():
+        return path if path.is_file() else None
+    package = Path(__file__).resolve().parent
+    for candidate in (repo_root() / path, package / path, Path.cwd() / path):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def hub_cards_root() -> Path:
@@ -238,9 +278,31 @@ def register_model(name: str, module: str, pretrained_cfg: PretrainedCfg, **kwar
     for key in ("requires", "smoke"):
         if key in kwargs:
             kwargs[key] = tuple(kwargs[key])
-    entry = ModelEntry(name=name, module=module, pretrained_cfg=pretrained_cfg, **kwargs)
+    kwargs.setdefault("evaluate", _default_evaluate(paper))
+    entry = ModelEntry(name=name, module=module, pretrained_cfg=_derive_cfg(name, pretrained_cfg), **kwargs)
     _ENTRIES[name] = entry
     return entry
+
+
+def _derive_cfg(name: str, cfg: PretrainedCfg) -> PretrainedCfg:
+    """Fill the fields that follow the zoo's rules, as timm's ``generate_default_cfgs`` does: the Hub id
+    ``icml26-zoo/<name with dashes>``, revision ``v1`` and the recipe ``recipes/<paper>/<tag>.yaml`` when
+    that file exists. An entry states only what differs."""
+    paper, _, tag = name.partition(".")
+    derived: dict[str, Any] = {}
+    if cfg.hf_hub_id is None:
+        derived["hf_hub_id"] = "icml26-zoo/" + name.replace(".", "-").replace("_", "-")
+    if cfg.revision is None:
+        derived["revision"] = "v1"
+    if cfg.recipe is None and resolve_recipe(f"recipes/{paper}/{tag}.yaml") is not None:
+        derived["recipe"] = f"recipes/{paper}/{tag}.yaml"
+    return dataclasses.replace(cfg, **derived) if derived else cfg
+
+
+def _default_evaluate(paper: str) -> str | None:
+    """``zoo.<paper>.evaluate`` when the paper has that module."""
+    exists = (Path(__file__).resolve().parent / paper / "evaluate.py").is_file()
+    return f"zoo.{paper}.evaluate" if exists else None
 
 
 def unregister_model(name: str) -> None:
@@ -273,6 +335,11 @@ def _all_entries() -> list[ModelEntry]:
 
 def resolve_name(name: str) -> str:
     """The full ``paper.tag`` name for ``name`` (a bare paper name resolves to its default tag)."""
+    if not isinstance(name, str):
+        raise ZooTypeError(
+            f"a model name is a string such as 'fedgr' or 'fedgr.fashion_mnist', not {type(name).__name__} "
+            f"{name!r}; see zoo.list_models()"
+        )
     _discover()
     if name in _ENTRIES:
         return name
@@ -285,7 +352,9 @@ def resolve_name(name: str) -> str:
             f"{name!r} has no default tag; choose one of: {', '.join(sorted(e.name for e in tags))}"
         )
     candidates = sorted(set(_ENTRIES) | {e.paper for e in _ENTRIES.values()})
-    close = difflib.get_close_matches(name, candidates, n=5, cutoff=0.5)
+    # Names are lower-case: compare case-insensitively, so "FedGR" suggests "fedgr".
+    by_lower = {candidate.lower(): candidate for candidate in candidates}
+    close = [by_lower[c] for c in difflib.get_close_matches(name.lower(), list(by_lower), n=5, cutoff=0.5)]
     hint = f"did you mean: {', '.join(close)}?" if close else "run `zoo list` to see the registered models"
     raise UnknownModelError(f"unknown model {name!r}; {hint}")
 
@@ -331,6 +400,7 @@ def model_info(name: str) -> dict[str, Any]:
     info["paper"] = entry.paper
     info["tag"] = entry.tag
     info["pretrained"] = entry.pretrained_cfg.has_weights
+    info["pretrained_cfg"]["metrics"] = entry.metrics
     info["mirror"] = str(entry.mirror_dir) if entry.mirror_dir.is_dir() else None
     return info
 

@@ -12,6 +12,7 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -23,25 +24,94 @@ LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
 
 
 def run_lightning(argv: list[str]) -> int:
-    """Run ``fit|validate|test|predict`` through ZooCLI, turning parser errors into one line."""
+    """Run ``fit|validate|test|predict`` through ZooCLI, turning parser errors into one line.
+
+    ``-c`` takes a recipe path or a packaged recipe's name (``dwp/standard``). ``--weights DIR`` (an
+    exported folder) and ``--untrained`` are the zoo's own options; they are taken out before LightningCLI
+    parses the rest. After ``fit``, prints where the weights, the logs and the checkpoint went.
+    """
     from jsonargparse import ArgumentError
 
+    from zoo._recipes import recipe_label, resolve_recipe
     from zoo._run import RUN_INFO
 
-    RUN_INFO["configs"] = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-c", "--config")]
-    for path in RUN_INFO["configs"]:
-        if not Path(path).is_file():
-            raise RecipeError(f"recipe {path} does not exist; recipes live in recipes/<paper>/*.yaml")
+    argv, weights, untrained = _zoo_options(argv)
+    if untrained and argv[0] == "fit":
+        raise ZooError("--untrained is for validate, test and predict; fit trains the model")
+    if weights is not None and not Path(weights).is_dir():
+        raise ZooError(f"--weights {weights} is not a folder; pass the folder `zoo fit` exported (config.json + ...)")
+    argv, RUN_INFO["configs"] = _resolve_configs(argv, resolve_recipe, recipe_label)
+    RUN_INFO["command"] = ["zoo", *argv]
     saved_argv = sys.argv
     sys.argv = [saved_argv[0], *argv]  # LightningCLI reads sys.argv itself when args is None
     try:
-        ZooCLI(args=None)
+        cli = ZooCLI(args=None, weights=weights, untrained=untrained)
     except ArgumentError as error:
         recipe = RUN_INFO["configs"][0] if RUN_INFO["configs"] else "the command line"
         raise RecipeError(f"{recipe}: {_summarise(error)}; see `zoo {argv[0]} --help` or add --print_config") from None
     finally:
         sys.argv = saved_argv
+    _print_outputs(cli, argv[0], RUN_INFO["configs"][0] if RUN_INFO["configs"] else "RECIPE")
     return 0
+
+
+def _zoo_options(argv: list[str]) -> tuple[list[str], str | None, bool]:
+    """Take ``--weights DIR`` / ``--weights=DIR`` and ``--untrained`` out of a Lightning command line."""
+    rest, weights, untrained = [], None, False
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--weights":
+            if i + 1 >= len(argv):
+                raise ZooError("--weights needs a folder: --weights runs/<name>/version_N/pretrained")
+            weights, i = argv[i + 1], i + 2
+            continue
+        if arg.startswith("--weights="):
+            weights = arg.split("=", 1)[1]
+        elif arg == "--untrained":
+            untrained = True
+        else:
+            rest.append(arg)
+        i += 1
+    return rest, weights, untrained
+
+
+def _resolve_configs(argv: list[str], resolve, label) -> tuple[list[str], list[str]]:
+    """Replace each ``-c``/``--config`` value by the recipe file it names; also return how to record them."""
+    out, labels = list(argv), []
+    for i, arg in enumerate(argv):
+        if arg in ("-c", "--config") and i + 1 < len(argv):
+            resolved = resolve(argv[i + 1])
+            out[i + 1] = resolved
+            labels.append(label(argv[i + 1], resolved))
+        elif arg.startswith("--config="):
+            value = arg.split("=", 1)[1]
+            resolved = resolve(value)
+            out[i] = f"--config={resolved}"
+            labels.append(label(value, resolved))
+    return out, labels
+
+
+def _print_outputs(cli, subcommand: str, recipe: str) -> None:
+    """Say where a run left its weights, logs and checkpoint, and how to use them."""
+    trainer = getattr(cli, "trainer", None)
+    if trainer is None or getattr(trainer, "fast_dev_run", False):
+        return
+    from zoo.callbacks import ExportPretrained
+
+    lines = []
+    for callback in trainer.callbacks:
+        if isinstance(callback, ExportPretrained) and callback.last_export is not None:
+            folder = callback.last_export
+            lines.append(f"weights     {folder}  (zoo.load({str(folder)!r}); zoo test -c {recipe} --weights {folder})")
+    if trainer.loggers:
+        lines.append(f"logs        {trainer.log_dir}")
+    checkpoint = getattr(trainer, "checkpoint_callback", None)
+    saved = checkpoint and (checkpoint.last_model_path or checkpoint.best_model_path)
+    if subcommand == "fit" and saved:
+        lines.append(f"checkpoint  {saved}  (resume: zoo fit -c {recipe} --ckpt_path {saved})")
+    for line in lines:
+        print(f"zoo: {line}")
 
 
 _NOISE = (
@@ -85,10 +155,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     rows = [("name", "paper", "params", "pretrained", "headline metric")]
     for name in names:
-        cfg = zoo.get_entry(name).pretrained_cfg
+        entry = zoo.get_entry(name)
+        cfg, metrics = entry.pretrained_cfg, entry.metrics
         metric = ""
-        if cfg.headline and cfg.headline in cfg.metrics:
-            metric = f"{cfg.headline}={cfg.metrics[cfg.headline]:.4g}"
+        if cfg.headline and cfg.headline in metrics:
+            metric = f"{cfg.headline}={metrics[cfg.headline]:.4g}"
         params = _human(cfg.num_params) if cfg.num_params else "-"
         rows.append(
             (name, f"{cfg.paper.title[:48]} ({cfg.paper.label})", params, "yes" if cfg.has_weights else "no", metric)
@@ -116,9 +187,12 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from zoo._eval import run_eval, write_cards
+    from zoo._eval import claims_table, describe_settings, run_eval, write_cards
 
-    result = run_eval(args.name, seeds=args.seeds, retrain=args.retrain)
+    if args.settings:
+        print(describe_settings(args.name))
+        return 0
+    result = run_eval(args.name, seeds=args.seeds, retrain=args.retrain, overrides=args.set, weights=args.weights)
     text = json.dumps(result, indent=2, allow_nan=False)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -126,7 +200,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"wrote {args.json}", file=sys.stderr)
     else:
         print(text)
+    print(claims_table(result), file=sys.stderr)
     if args.card:
+        if args.set or args.weights:
+            raise ZooError("--card publishes the protocol's own numbers: drop --set and --weights to write cards")
         for folder in write_cards(result):
             print(f"updated {folder}", file=sys.stderr)
     return 0
@@ -140,8 +217,6 @@ def cmd_card(args: argparse.Namespace) -> int:
 
 
 def cmd_pin(args: argparse.Namespace) -> int:
-    import shutil
-
     import zoo
     from zoo._hub import pinned_files
     from zoo._serialization import read_config
@@ -151,12 +226,37 @@ def cmd_pin(args: argparse.Namespace) -> int:
     if args.source:
         source = Path(args.source)
         read_config(source)  # fails with a clear message if this is not an exported folder
+        incoming = {path.name for path in source.iterdir() if path.is_file()}
+        current = pinned_files(folder) if folder.is_dir() else {}
+        changed = sorted(name for name, digest in pinned_files(source).items() if current.get(name, digest) != digest)
+        if changed and not args.force:
+            raise ZooError(
+                f"pass --force to replace {', '.join(changed)} of the shipped mirror {folder} (the old files are "
+                f"kept in {_backup_root()}/); it holds the published {entry.name}, which --from {source} would overwrite"
+            )
+        if changed:
+            backup = _backup_mirror(folder, entry.name, incoming)
+            print(f"zoo: the previous files of {folder} are in {backup}", file=sys.stderr)
         folder.mkdir(parents=True, exist_ok=True)
         for path in source.iterdir():
             if path.is_file():
                 shutil.copy2(path, folder / path.name)
     print(json.dumps({"sha256": pinned_files(folder)}, indent=2))
     return 0
+
+
+def _backup_root() -> Path:
+    return Path("runs") / "pin-backups"
+
+
+def _backup_mirror(folder: Path, name: str, names: set[str]) -> Path:
+    """Copy the files of ``folder`` that a pin replaces to ``runs/pin-backups/<name>-<time>/``."""
+    backup = _backup_root() / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    backup.mkdir(parents=True, exist_ok=True)
+    for path in folder.iterdir():
+        if path.is_file() and path.name in names:
+            shutil.copy2(path, backup / path.name)
+    return backup.resolve()
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -191,7 +291,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     scores = score_pretrained(name)
     entry = zoo.get_entry(name)
-    card = entry.pretrained_cfg.metrics
+    card = entry.metrics
     has_card = (entry.mirror_dir / "metrics.json").is_file()
     seeds = load_metrics(entry.mirror_dir).get("seeds", []) if has_card else []
     # A card may average several seeds while the checkpoint is one of them: say which number is which.
@@ -224,13 +324,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="measure the paper's claim: the method and its baselines side by side")
     p.add_argument("name")
     p.add_argument("--json", metavar="PATH", help="write the result here (default: stdout)")
-    p.add_argument("--seeds", type=int, nargs="+", default=None, help="seeds (default: the paper's)")
+    p.add_argument("--seeds", type=int, nargs="+", default=None, help="seeds (default: the protocol's, at least 3)")
     p.add_argument(
         "--retrain", action="store_true", help="retrain every arm from scratch instead of using published weights"
     )
     p.add_argument(
         "--card", action="store_true", help="also write metrics.json into hub_cards/ and re-render the cards"
     )
+    p.add_argument(
+        "--set",
+        metavar="KEY=VALUE",
+        nargs="+",
+        action="extend",
+        default=[],
+        help="override a setting of the evaluation (list them with --settings)",
+    )
+    p.add_argument("--settings", action="store_true", help="list the evaluation's settings with defaults and exit")
+    p.add_argument("--weights", metavar="DIR", default=None, help="score this exported folder as the method's arm")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("card", help="re-render hub_cards/NAME/README.md and its figure from metrics.json")
@@ -241,6 +351,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("pin", help="print the sha256 pins of hub_cards/NAME (optionally copying an exported folder in)")
     p.add_argument("name")
     p.add_argument("--from", dest="source", default=None, help="folder written by ExportPretrained to copy in first")
+    p.add_argument(
+        "--force", action="store_true", help="replace published files (the old ones are kept in runs/pin-backups/)"
+    )
     p.set_defaults(func=cmd_pin)
 
     p = sub.add_parser("publish", help="upload hub_cards/NAME to a Hub repo, tag it, print the commit to pin")
@@ -301,6 +414,51 @@ def main(argv: list[str] | None = None) -> int:
     except ZooError as error:
         print(f"zoo: error: {error}", file=sys.stderr)
         return 2
+
+
+# ---------------------------------------------------------------------------------- the `lightning` command
+
+LIGHTNING_USAGE = (
+    "usage: lightning {fit,validate,test,predict} -c RECIPE [--trainer.* ...]   (the zoo's LightningCLI, as "
+    "`zoo fit`); other subcommands go to lightning-sdk (pip install lightning-sdk)"
+)
+
+
+def _lightning_sdk_entry_point():
+    """The ``lightning`` console script of lightning-sdk, if that is installed (else None)."""
+    from importlib.metadata import entry_points
+
+    for entry_point in entry_points(group="console_scripts", name="lightning"):
+        dist = (entry_point.dist.name if entry_point.dist else "").lower().replace("_", "-")
+        if dist == "lightning-sdk":
+            return entry_point
+    return None
+
+
+def lightning_main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``lightning`` console script.
+
+    ``lightning fit|validate|test|predict -c RECIPE`` runs through the zoo's CLI (what LightningCLI users
+    type); every other subcommand goes to lightning-sdk's own ``lightning`` when that is installed, so the
+    two coexist.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in LIGHTNING_COMMANDS:
+        return main(argv)
+    sdk = _lightning_sdk_entry_point()
+    if sdk is not None:
+        sys.argv = ["lightning", *argv]
+        result = sdk.load()()
+        return result if isinstance(result, int) else 0
+    if not argv or argv[0] in ("-h", "--help"):
+        print(LIGHTNING_USAGE)
+        return 0
+    print(
+        f"lightning: error: `lightning {argv[0]}` is Lightning AI's command, from lightning-sdk, which is not "
+        "installed: pip install lightning-sdk (this `lightning` runs fit, validate, test and predict)",
+        file=sys.stderr,
+    )
+    return 2
 
 
 if __name__ == "__main__":

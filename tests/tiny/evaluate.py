@@ -1,44 +1,47 @@
-"""Evaluation of the tiny test model: the MLP against a majority-class baseline, in the zoo's eval schema."""
+"""Evaluation of the tiny test model through the harness: the MLP against a majority-class reference."""
 
 from __future__ import annotations
 
 import torch
 
-from tests.tiny.module import TinyClassifier, blobs
+from tests.tiny.module import blobs
+from zoo._eval import Claim, Protocol, Setting, Tuning, beats
 
-TEST_SIZE = 512
+PROTOCOL = Protocol(
+    method="tiny",
+    references=("reference_majority",),
+    settings={
+        "test_size": Setting(512, "test points", minimum=1),
+        "test_seed": Setting(1234, "seed of the test blobs"),
+        "epochs": Setting(1, "training epochs of a retrained arm", recipe_keys=("trainer.max_epochs",), minimum=1),
+    },
+    tuning={"tiny": Tuning("none", {}, 0, "fixed test recipe")},
+    headline=("accuracy",),
+)
 
 
-def _train(seed: int, steps: int = 60) -> TinyClassifier:
-    torch.manual_seed(seed)
-    model = TinyClassifier()
-    x, y = blobs(256, 8, 3, seed)
-    optimizer = model.configure_optimizers()
-    for _ in range(steps):
-        optimizer.zero_grad()
-        torch.nn.functional.cross_entropy(model(x), y).backward()
-        optimizer.step()
-    return model.eval()
+def _test(settings: dict):
+    return blobs(settings["test_size"], 8, 3, seed=settings["test_seed"])
 
 
-def score_pretrained(module: TinyClassifier, limit: int | None = None) -> dict[str, float]:
-    x, y = blobs(TEST_SIZE, 8, 3, seed=1234)
+def score_pretrained(module, limit: int | None = None) -> dict[str, float]:
+    x, y = blobs(512, 8, 3, seed=1234)
     x, y = x[:limit], y[:limit]
     with torch.no_grad():
         return {"accuracy": (module(x).argmax(-1) == y).float().mean().item()}
 
 
-def evaluate(name: str, *, seeds: list[int] | None = None, retrain: bool = False) -> dict:
-    seeds = seeds or [0, 1]
-    x, y = blobs(TEST_SIZE, 8, 3, seed=1234)
-    mlp, majority = [], []
-    for seed in seeds:
-        mlp.append(score_pretrained(_train(seed))["accuracy"])
-        train_labels = blobs(256, 8, 3, seed)[1]
-        majority.append((y == train_labels.mode().values).float().mean().item())
-    return {
-        "settings": {"test_size": TEST_SIZE, "retrain": retrain},
-        "seeds": seeds,
-        "arms": {"tiny": {"accuracy": sum(mlp) / len(mlp)}, "majority": {"accuracy": sum(majority) / len(majority)}},
-        "timings": {},
-    }
+def measure(arm: str, run) -> dict[str, float]:
+    x, y = _test(run.settings)
+    if arm == "reference_majority":
+        train_labels = blobs(256, 8, 3, run.seed)[1]
+        return {"accuracy": (y == train_labels.mode().values).float().mean().item()}
+    with torch.no_grad():
+        return {"accuracy": (run.load(arm)(x).argmax(-1) == y).float().mean().item()}
+
+
+def claims(result: dict) -> list[Claim]:
+    return [
+        beats(result, "accuracy", "tiny", "reference_majority", margin=0.2),
+        Claim.at_least("tiny_accuracy", "tiny accuracy >= 0.5", result["arms"]["tiny"]["accuracy"], 0.5),
+    ]
