@@ -11,6 +11,10 @@ and fetch a model repo, so the zoo's Hub path is tested end to end with the real
 * ``POST /api/models/{repo}/commit/{rev}``           create_commit (NDJSON: header, file, deletedFile)
 * ``POST /api/models/{repo}/tag/{rev}``              create_tag (409 when it exists)
 * ``POST /api/validate-yaml``                         README metadata check (accepts everything)
+
+Every request's body is read before it is answered, whatever the route (an unread body stays on a
+keep-alive connection and corrupts the next response). ``HubState.read_bodies = False`` switches that
+off, reading only where a route uses the body, so a test can show that it would fail without it.
 * ``HEAD|GET /{repo}/resolve/{rev}/{path}``           file download with X-Repo-Commit / ETag headers
 
 Errors carry the Hub's ``X-Error-Code`` header (RepoNotFound, RevisionNotFound, EntryNotFound), so
@@ -68,6 +72,8 @@ class HubState:
         self.lock = threading.Lock()
         self.online = True
         self.requests: list[str] = []
+        #: Read every request body before answering (False: only where a route uses it, a mutation for tests).
+        self.read_bodies = True
 
     def commit(self, repo: Repo, branch: str, message: str, changes: dict[str, bytes | None]) -> Commit:
         parent = repo.resolve(branch)
@@ -97,8 +103,25 @@ class _Handler(BaseHTTPRequestHandler):
         return self.server.state
 
     def _body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
+        """The request body, read from the connection once."""
+        if getattr(self, "_request_body", None) is None:
+            if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                self._request_body = self._read_chunked()
+            else:
+                length = int(self.headers.get("Content-Length") or 0)
+                self._request_body = self.rfile.read(length) if length else b""
+        return self._request_body
+
+    def _read_chunked(self) -> bytes:
+        chunks = []
+        while True:
+            size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline().strip():  # trailers, up to the blank line
+                    pass
+                return b"".join(chunks)
+            chunks.append(self.rfile.read(size))
+            self.rfile.readline()  # the CRLF after each chunk
 
     def _send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None, head: bool = False) -> None:
         self.send_response(status)
@@ -131,6 +154,9 @@ class _Handler(BaseHTTPRequestHandler):
         return commit
 
     def _dispatch(self, method: str) -> None:
+        self._request_body = None  # one handler object serves every request of a keep-alive connection
+        if self.state.read_bodies:
+            self._body()
         self.state.requests.append(f"{method} {self.path}")
         if not self.state.online:
             self._error(503, None, "Hub offline (test server switched off)", method == "HEAD")

@@ -178,3 +178,48 @@ def test_these_tests_fail_without_the_sha256_check():
     assert result.returncode != 0
     for test in ("tampered_blob_in_cache", "truncated_file_on_the_hub", "tampered_mirror", "publish_refuses"):
         assert f"FAILED tests/test_hub.py::test_{test}" in result.stdout, result.stdout[-2000:]
+
+
+def _publish_full_card(hub) -> tuple[str, str]:
+    """Publish dwp.standard's real hub_cards folder (README.md card, metrics.json, figure) to its repo."""
+    entry = zoo.get_entry("dwp.standard")
+    repo = entry.pretrained_cfg.hf_hub_id
+    hub.state.repos.pop(repo, None)
+    return repo, publish(entry.name, repo)
+
+
+def test_publish_a_full_card_then_load_it_in_a_fresh_process(hub, tmp_path):
+    """A real card goes through `POST /api/validate-yaml`; a new process then loads the repo over HF_ENDPOINT."""
+    entry = zoo.get_entry("dwp.standard")
+    repo, commit = _publish_full_card(hub)
+    assert (entry.mirror_dir / "README.md").is_file()
+    for name in ("README.md", "metrics.json", "config.json", "model.safetensors"):
+        assert hub.file_bytes(repo, commit, name) == (entry.mirror_dir / name).read_bytes(), name
+    assert any(request.startswith("POST /api/validate-yaml") for request in hub.state.requests)
+    script = textwrap.dedent(f"""
+        import sys; sys.path.insert(0, {str(ROOT)!r})
+        import torch, zoo
+        from zoo._hub import fetch
+        print(fetch("dwp.standard"))                              # the pinned tag v1, sha256-checked
+        by_name = zoo.load("dwp.standard", pretrained=True).state_dict()
+        by_repo = zoo.load("hf-hub:{repo}").state_dict()
+        print(by_name.keys() == by_repo.keys() and all(torch.equal(by_name[k], by_repo[k]) for k in by_name))
+    """)
+    home = tmp_path / "home"
+    # No offline mirror in the child: the weights can only come from the Hub double.
+    env = {**os.environ, "HF_HOME": str(home), "ZOO_HUB_CARDS": str(tmp_path / "no-mirror")}
+    child = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert child.returncode == 0, child.stderr[-3000:]
+    folder, same = child.stdout.split()
+    assert folder.startswith(str(home)) and Path(folder).name == commit and same == "True"
+
+
+def test_the_full_card_publish_fails_if_the_double_leaves_request_bodies_unread(hub):
+    """Mutation check: the double's body reading is what the publish test above relies on."""
+    hub.state.read_bodies = False
+    try:
+        with pytest.raises(Exception):  # noqa: B017 - whatever the client makes of a corrupted response
+            _publish_full_card(hub)
+    finally:
+        hub.state.read_bodies = True
+    _publish_full_card(hub)  # and the connection pool recovers
