@@ -17,6 +17,7 @@ from zoo._errors import (
     NoPretrainedWeightsError,
     UnknownModelError,
     ZooError,
+    ZooTypeError,
 )
 from zoo._registry import (
     ModelEntry,
@@ -40,6 +41,7 @@ __all__ = [
     "PretrainedCfg",
     "UnknownModelError",
     "ZooError",
+    "ZooTypeError",
     "__version__",
     "get_entry",
     "list_models",
@@ -52,7 +54,7 @@ __all__ = [
 
 
 def load(
-    name: str,
+    name,
     pretrained: bool = False,
     *,
     revision: str | None = None,
@@ -60,20 +62,29 @@ def load(
     map_location: str = "cpu",
     **overrides,
 ):
-    """Build a registered model as a LightningModule, optionally with its published weights.
+    """Build a model as a LightningModule: a registered entry, an exported folder or a Hub repo.
+
+    Example:
+        >>> zoo.load("dwp.standard", pretrained=True)                  # doctest: +SKIP
+        >>> zoo.load("runs/dwp.standard/version_0/pretrained")         # doctest: +SKIP  (your own weights)
+        >>> zoo.load("hf-hub:icml26-zoo/dwp-standard")                 # doctest: +SKIP
 
     Args:
-        name: Registry name ``paper[.tag]``; a bare paper name resolves to its default tag.
+        name: Registry name ``paper[.tag]`` (a bare paper name resolves to its default tag); or a folder
+            holding ``config.json`` + ``model.safetensors`` (what ``zoo fit`` exports), loaded with its
+            weights; or ``"hf-hub:ORG/REPO"``, any Hub repo holding those files. A repo that is a
+            registered entry's ``hf_hub_id`` is fetched and checked against the registry's sha256 pins.
         pretrained: Load the published weights (Hub, then HF cache, then the offline mirror),
-            each file checked against the sha256 pinned in the registry.
+            each file checked against the sha256 pinned in the registry. Folders and ``hf-hub:`` repos
+            always load their weights.
         revision: Hub revision (branch, tag or commit) to fetch instead of the pinned one. The
-            files must still match the registry's sha256 pins.
+            files of a registered entry must still match the registry's sha256 pins.
         strict: Missing or unexpected weight keys are errors.
         map_location: Device the weights are loaded onto.
         **overrides: Init arguments of the module that replace the published (or default) ones.
 
     Returns:
-        The LightningModule, in eval mode when pretrained.
+        The LightningModule, in eval mode when weights were loaded.
     """
     from zoo._serialization import build_module
 

@@ -12,6 +12,10 @@ class UnknownModelError(ZooError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class ZooTypeError(ZooError, TypeError):
+    """An argument of the wrong type, e.g. ``zoo.load(123)``."""
+
+
 class NoPretrainedWeightsError(ZooError):
     """``pretrained=True`` on an entry that publishes no learned weights."""
 

@@ -10,8 +10,10 @@ deleted or re-downloaded behind the user's back.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -47,8 +49,15 @@ def pinned_files(folder: str | Path) -> dict[str, str]:
     }
 
 
-def verify_files(folder: str | Path, expected: Mapping[str, str], source: str) -> None:
+def verify_files(folder: str | Path, expected: Mapping[str, str], source: str, fix: str | None = None) -> None:
     """Check each pinned file of ``folder`` against its sha256.
+
+    Args:
+        folder: The folder holding the files.
+        expected: sha256 by file name.
+        source: Where the folder came from, for the message.
+        fix: What the user should do about a corrupted file (default: delete it and load again, which
+            makes the HF cache download it anew).
 
     Raises:
         ChecksumError: Naming the file, where it lies, and the expected hash.
@@ -60,26 +69,59 @@ def verify_files(folder: str | Path, expected: Mapping[str, str], source: str) -
             raise ChecksumError(f"{name} is missing from {source} ({folder}); expected a file with sha256 {digest}")
         actual = sha256_file(path)
         if actual != digest:
+            remedy = fix or f"delete {path.resolve()} and load again"
             raise ChecksumError(
                 f"{name} from {source} has sha256 {actual}, expected {digest}: the file is corrupted or was "
-                f"modified; delete {path.resolve()} and load again"
+                f"modified; {remedy}"
             )
 
 
-def _use_mirror(entry: ModelEntry, reason: str) -> Path:
+def _restore_mirror_hint(entry: ModelEntry) -> str:
+    """How to get a shipped mirror file back: git in a checkout, a reinstall otherwise (never delete it)."""
+    root = entry.mirror_dir.parent
+    if (root.parent / ".git").exists() and root.name == "hub_cards":
+        return f"restore it with `git -C {root.parent} checkout -- hub_cards/{entry.name}`"
+    return "restore it with `pip install --force-reinstall --no-deps icml26-zoo`"
+
+
+def _use_mirror(entry: ModelEntry, reason: str, level: int = logging.INFO) -> Path:
     mirror = entry.mirror_dir
     cfg = entry.pretrained_cfg
-    if not all((mirror / name).is_file() for name in cfg.sha256):
+    missing = [name for name in cfg.sha256 if not (mirror / name).is_file()]
+    if len(missing) == len(cfg.sha256):
         where = f"{cfg.hf_hub_id}@{cfg.revision}" if cfg.hf_hub_id else entry.name
         raise HubUnavailableError(
             f"{entry.name}: {reason}, the HF cache holds no copy of {where} and there is no offline mirror at "
             f"{mirror}; connect to the Hub once (without HF_HUB_OFFLINE=1) or reinstall icml26-zoo with its hub_cards"
         )
-    verify_files(mirror, cfg.sha256, source="the offline mirror")
+    if missing:
+        raise HubUnavailableError(
+            f"{entry.name}: {reason} and the offline mirror {mirror} lacks {', '.join(missing)}; "
+            f"{_restore_mirror_hint(entry)}, or connect to the Hub once"
+        )
+    verify_files(mirror, cfg.sha256, source="the offline mirror", fix=_restore_mirror_hint(entry))
     if entry.name not in _mirror_announced:
         _mirror_announced.add(entry.name)
-        logger.info("%s: %s; using the offline mirror %s", entry.name, reason, mirror)
+        logger.log(level, "%s: %s; using the offline mirror %s", entry.name, reason, mirror)
     return mirror
+
+
+def _first_sentence(notes: str, limit: int = 100) -> str:
+    """`` (first sentence of the notes)``, cut at ``limit`` characters; empty without notes."""
+    sentence = re.split(r"[.:;] ", " ".join(notes.split()))[0].rstrip(".")
+    if not sentence:
+        return ""
+    return f" ({sentence if len(sentence) <= limit else sentence[: limit - 3].rstrip() + '...'})"
+
+
+#: errno of a cache folder that cannot be written: permission denied, not permitted, read-only file system.
+_UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS}
+
+
+def _hub_cache_dir() -> str:
+    from huggingface_hub import constants
+
+    return constants.HF_HUB_CACHE
 
 
 def fetch(name: str, revision: str | None = None) -> Path:
@@ -99,9 +141,9 @@ def fetch(name: str, revision: str | None = None) -> Path:
     entry = get_entry(name)
     cfg = entry.pretrained_cfg
     if not cfg.has_weights:
-        why = f" ({cfg.notes})" if cfg.notes else ""
         raise NoPretrainedWeightsError(
-            f"{entry.name} has no pretrained weights{why}; build it with zoo.load({entry.name!r}) instead"
+            f"use zoo.load({entry.name!r}) without pretrained=True: {entry.name} publishes no learned weights"
+            f"{_first_sentence(cfg.notes)} (`zoo info {entry.name}` has the notes)"
         )
     if not cfg.hf_hub_id:
         return _use_mirror(entry, "the entry has no Hub repo")
@@ -115,6 +157,8 @@ def fetch(name: str, revision: str | None = None) -> Path:
     )
 
     wanted = revision or cfg.revision
+    # The mirror holds the pinned revision only: it must not stand in for another one the user asked for.
+    other_revision = revision is not None and revision != cfg.revision
     try:
         folder = Path(snapshot_download(cfg.hf_hub_id, revision=wanted, allow_patterns=sorted(cfg.sha256)))
     except (RepositoryNotFoundError, RevisionNotFoundError) as error:
@@ -123,7 +167,22 @@ def fetch(name: str, revision: str | None = None) -> Path:
         logger.warning("%s: the Hub has no %s@%s (%s)", entry.name, cfg.hf_hub_id, wanted, type(error).__name__)
         return _use_mirror(entry, f"the Hub has no {cfg.hf_hub_id}@{wanted}")
     except (LocalEntryNotFoundError, OfflineModeIsEnabled, ConnectionError, OSError) as error:
+        if isinstance(error, OSError) and error.errno in _UNWRITABLE:
+            # A read-only HF_HOME: the Hub may well answer, but the cache cannot take the files.
+            reason = (
+                f"the HF cache {_hub_cache_dir()} is not writable ({error.strerror or type(error).__name__}); "
+                "set HF_HOME (or HF_HUB_CACHE) to a writable folder"
+            )
+            if other_revision or not any((entry.mirror_dir / name).is_file() for name in cfg.sha256):
+                raise HubUnavailableError(f"{entry.name}: cannot fetch {cfg.hf_hub_id}@{wanted}: {reason}") from None
+            return _use_mirror(entry, reason, level=logging.WARNING)
         # snapshot_download turns network failures into LocalEntryNotFoundError when nothing is cached
+        if other_revision:
+            raise HubUnavailableError(
+                f"{entry.name}: revision {revision!r} is not in the HF cache and the Hub could not be reached "
+                f"({type(error).__name__}); drop revision= to load the pinned {cfg.revision!r} from the offline "
+                "mirror, or connect to the Hub"
+            ) from None
         return _use_mirror(entry, f"the Hub could not be reached ({type(error).__name__})")
     verify_files(folder, cfg.sha256, source=f"{cfg.hf_hub_id}@{wanted}")
     return folder

@@ -16,13 +16,18 @@ import dataclasses
 import enum
 import inspect
 import json
+import os
+import subprocess
 import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from zoo._errors import ZooError
+from zoo._errors import HubUnavailableError, ZooError, ZooTypeError
 from zoo._registry import CONFIG_FILE, WEIGHTS_FILE, get_entry, import_object
+
+#: Prefix of ``zoo.load("hf-hub:ORG/REPO")``, as in timm.
+HF_HUB_PREFIX = "hf-hub:"
 
 
 def to_jsonable(value: Any) -> Any:
@@ -173,23 +178,82 @@ def load_folder(
     Returns:
         The module, in eval mode.
     """
-    from safetensors.torch import load_file
-
+    check_device(map_location)
     folder = Path(folder)
     config = read_config(folder)
-    cls = module_class or import_object(config["class_path"])
+    if "class_path" not in config:
+        raise ZooError(
+            f"{folder / CONFIG_FILE} has no class_path, so it was not written by zoo.save_pretrained or "
+            "ExportPretrained; export the module with one of them"
+        )
+    cls = module_class or _module_class(config["class_path"], folder)
     module = instantiate(cls, {**config.get("init_args", {}), **overrides})
     if hasattr(module, "import_files"):
         module.import_files(folder)
-    weights = folder / WEIGHTS_FILE
+    load_weights(module, folder, strict=strict, map_location=map_location)
+    return module.to(map_location).eval()
+
+
+def _module_class(class_path: str, folder: Path) -> type:
+    """Import a config.json's class_path, accepting only torch modules (a config is data, not a command)."""
+    import torch
+
+    try:
+        cls = import_object(class_path)
+    except (ImportError, AttributeError, ValueError) as error:
+        raise ZooError(
+            f"{folder / CONFIG_FILE} names {class_path}, which cannot be imported ({error}); install the package "
+            "that defines it or run from the folder that holds its module"
+        ) from None
+    if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+        raise ZooError(f"{folder / CONFIG_FILE} names {class_path}, which is not a torch module; refusing to build it")
+    return cls
+
+
+def load_weights(module: Any, folder: str | Path, *, strict: bool = True, map_location: str = "cpu") -> None:
+    """Load ``folder/model.safetensors`` into an already built module (``zoo test --weights DIR``).
+
+    Raises:
+        ZooError: One line, if the file is missing, unreadable or does not fit the module.
+    """
+    from safetensors.torch import load_file
+
+    weights = Path(folder) / WEIGHTS_FILE
     if not weights.is_file():
         raise ZooError(f"{weights} does not exist; a pretrained folder holds {CONFIG_FILE} and {WEIGHTS_FILE}")
+    check_device(map_location)
     try:
         state = load_file(str(weights), device=str(map_location))
     except Exception as error:  # safetensors raises its own SafetensorError on a truncated or garbled file
         raise ZooError(f"{weights} is not a readable safetensors file ({error}); export it again") from None
     load_state(module, state, strict=strict)
-    return module.to(map_location).eval()
+
+
+def check_device(map_location: Any) -> None:
+    """Fail with one line when ``map_location`` names a device this machine does not have.
+
+    Raises:
+        ZooError: Naming the device and the fix (``map_location="cpu"``).
+    """
+    import torch
+
+    try:
+        device = torch.device(map_location)
+    except (RuntimeError, TypeError, ValueError) as error:
+        raise ZooError(f"map_location={map_location!r} is not a torch device ({error}); pass 'cpu' or 'cuda'") from None
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ZooError(
+                f"map_location={map_location!r}, but torch sees no CUDA GPU on this machine "
+                "(torch.cuda.is_available() is False); pass map_location='cpu'"
+            )
+        if device.index is not None and device.index >= count:
+            raise ZooError(
+                f"map_location={map_location!r}, but torch sees only {count} CUDA device(s); pass 'cuda:0' or 'cpu'"
+            )
+    elif device.type == "mps" and not torch.backends.mps.is_available():
+        raise ZooError(f"map_location={map_location!r}, but MPS is not available here; pass map_location='cpu'")
 
 
 def build_module(
@@ -201,7 +265,22 @@ def build_module(
     map_location: str = "cpu",
     **overrides: Any,
 ) -> Any:
-    """Implementation of :func:`zoo.load`."""
+    """Implementation of :func:`zoo.load`: a registry name, an exported folder or ``hf-hub:ORG/REPO``."""
+    if not isinstance(name, str | os.PathLike):
+        raise ZooTypeError(
+            f"zoo.load takes a model name such as 'fedgr', a folder or 'hf-hub:ORG/REPO', not "
+            f"{type(name).__name__} {name!r}; see zoo.list_models()"
+        )
+    check_device(map_location)
+    if isinstance(name, str) and name.startswith(HF_HUB_PREFIX):
+        return _load_hub_repo(
+            name[len(HF_HUB_PREFIX) :], revision=revision, strict=strict, map_location=map_location, **overrides
+        )
+    folder = _as_folder(name)
+    if folder is not None:
+        if revision is not None:
+            raise ZooError(f"revision={revision!r} applies to Hub repos, not to the folder {folder}; drop it")
+        return load_folder(folder, strict=strict, map_location=map_location, **overrides)
     entry = get_entry(name)
     cls = entry.module_class()
     if not pretrained:
@@ -213,3 +292,71 @@ def build_module(
     if class_path.rsplit(".", 1)[-1] != cls.__name__:
         raise ZooError(f"{entry.name}: config.json builds {class_path}, but the registry names {entry.module}")
     return load_folder(folder, strict=strict, map_location=map_location, module_class=cls, **overrides)
+
+
+def _as_folder(name: str | os.PathLike) -> Path | None:
+    """The folder ``name`` refers to, or None for a registry name.
+
+    A path object, or a string with a path separator, is a folder (an error if it does not exist); a bare
+    word is a folder only if it holds a config.json, so a registry name is not shadowed by a stray directory.
+    """
+    path = Path(name)
+    looks_like_path = isinstance(name, os.PathLike) or "/" in str(name) or os.sep in str(name)
+    if path.is_dir() and (looks_like_path or (path / CONFIG_FILE).is_file()):
+        return path
+    if looks_like_path:
+        hint = f"; for a Hub repo write 'hf-hub:{name}'" if str(name).count("/") == 1 else ""
+        raise ZooError(f"{name} is not a folder (an exported folder holds {CONFIG_FILE} and {WEIGHTS_FILE}){hint}")
+    return None
+
+
+def _load_hub_repo(repo_id: str, *, revision: str | None, strict: bool, map_location: str, **overrides: Any) -> Any:
+    """``zoo.load("hf-hub:ORG/REPO")``: a registered entry's repo goes through its pins, any other is loaded as is."""
+    from zoo._registry import _all_entries
+
+    registered = [e.name for e in _all_entries() if e.pretrained_cfg.hf_hub_id == repo_id]
+    if registered:
+        options = {"revision": revision, "strict": strict, "map_location": map_location}
+        return build_module(registered[0], pretrained=True, **options, **overrides)
+    from huggingface_hub import hf_hub_download, snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled
+
+    try:
+        config = Path(hf_hub_download(repo_id, CONFIG_FILE, revision=revision))
+        if "class_path" not in json.loads(config.read_text()):
+            raise ZooError(
+                f"hf-hub:{repo_id} is not a zoo folder: its {CONFIG_FILE} has no class_path; zoo.load reads repos "
+                "written by zoo.save_pretrained or ExportPretrained (use the repo's own library for others)"
+            )
+        # Only what loading needs: no cards, figures or pickles.
+        folder = snapshot_download(
+            repo_id, revision=revision, ignore_patterns=["*.md", "*.png", "*.svg", "*.ckpt", "*.bin", "*.pt", "*.pth"]
+        )
+    except (LocalEntryNotFoundError, OfflineModeIsEnabled) as error:
+        raise HubUnavailableError(
+            f"hf-hub:{repo_id}: the Hub could not be reached and the HF cache holds no copy "
+            f"({type(error).__name__}); connect to the Hub once (without HF_HUB_OFFLINE=1)"
+        ) from None
+    return load_folder(folder, strict=strict, map_location=map_location, **overrides)
+
+
+def git_commit(path: str | Path | None = None) -> dict[str, Any] | None:
+    """The git commit of the checkout that holds ``path`` (default: the zoo's source), or None outside one.
+
+    Returns:
+        ``{"commit": sha, "dirty": bool}``; ``dirty`` when tracked files differ from the commit.
+    """
+    where = Path(path) if path is not None else Path(__file__).resolve().parents[1]
+    if path is None and not (where / ".git").exists():
+        return None  # an installed wheel: a git repository around site-packages is not the zoo's
+
+    def git(*args: str) -> str:
+        command = ["git", "-C", str(where), *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "HEAD")
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "dirty": dirty}
