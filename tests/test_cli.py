@@ -176,14 +176,24 @@ def test_eval_scores_local_weights_in_place_of_the_method(tiny_entry, tmp_path):
     assert str(folder) in mine["settings"]["source"]
 
 
-def test_pin_copies_an_exported_folder_and_prints_hashes(tiny_entry, tmp_path, capsys):
+def test_pin_copies_an_exported_folder_and_prints_hashes(tiny_entry, tmp_path, capsys, monkeypatch):
     from tests.tiny.module import TinyClassifier
     from zoo import save_pretrained
     from zoo._hub import sha256_file
 
+    monkeypatch.chdir(tmp_path)  # the backup goes to runs/pin-backups/ under the working directory
+    published = (tiny_entry.mirror_dir / "model.safetensors").read_bytes()
     exported = save_pretrained(TinyClassifier(hidden=12), tmp_path / "export")
-    assert main(["pin", "tinytest.blobs", "--from", str(exported)]) == 0
+    # The shipped mirror holds other weights: pinning over them needs --force, and keeps a backup.
+    assert main(["pin", "tinytest.blobs", "--from", str(exported)]) == 2
+    line = _one_error_line(capsys)
+    assert line.startswith("zoo: error: pass --force") and "model.safetensors" in line
+    assert (tiny_entry.mirror_dir / "model.safetensors").read_bytes() == published
+    assert main(["pin", "tinytest.blobs", "--from", str(exported), "--force"]) == 0
     pins = json.loads(capsys.readouterr().out)["sha256"]
     assert set(pins) == {"config.json", "model.safetensors"}
     assert pins["model.safetensors"] == sha256_file(tiny_entry.mirror_dir / "model.safetensors")
+    (backup,) = (tmp_path / "runs" / "pin-backups").iterdir()
+    assert (backup / "model.safetensors").read_bytes() == published
+    assert main(["pin", "tinytest.blobs", "--from", str(exported)]) == 0  # the same files again: nothing to lose
     assert main(["pin", "tinytest.blobs", "--from", str(tmp_path / "missing")]) == 2

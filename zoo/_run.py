@@ -2,8 +2,9 @@
 
 import time
 
-#: When the command started (perf_counter) and which recipe files it read.
-RUN_INFO: dict = {"start": None, "configs": []}
+#: When the command started (perf_counter), which recipe files it read, its command line and the
+#: resolved config (recipe + overrides, set by ZooCLI) that ExportPretrained records.
+RUN_INFO: dict = {"start": None, "configs": [], "command": None, "config": None}
 
 
 def mark_start() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import logging
 import os
 import platform
 import time
@@ -13,35 +14,43 @@ import torch
 
 from zoo._run import RUN_INFO
 
+logger = logging.getLogger("zoo.callbacks")
+
 
 class ExportPretrained(pl.Callback):
     """At the end of ``fit``, write the module as a Hub folder (config.json + model.safetensors).
 
-    The folder records how it was made under ``config.json["metadata"]["training"]``: the recipe,
-    the seed, the wall time of the whole ``zoo fit`` command (from process start, so data
-    preparation counts), the step count and the library versions. Copy it into ``hub_cards/<name>``
-    with ``zoo pin <name> --from <dirpath>``.
+    The folder records how it was made under ``config.json["metadata"]["training"]``: the recipe, the
+    command line, the fully resolved config (recipe plus command-line overrides), the seed, the wall time
+    of the whole ``zoo fit`` command (from process start, so data preparation counts), the step count, the
+    zoo version, the git commit of the zoo's checkout (when it runs from one) and the library versions.
+    Copy it into ``hub_cards/<name>`` with ``zoo pin <name> --from <folder>``.
 
     Args:
-        dirpath: Destination; relative paths are under ``trainer.default_root_dir``.
-            Default: ``<default_root_dir>/pretrained``.
+        dirpath: Destination; relative paths are under the run's folder ``trainer.log_dir``
+            (``runs/<name>/version_N`` with the recipes' CSVLogger, so a later run never overwrites an
+            earlier run's export; ``trainer.default_root_dir`` without a logger).
+            Default: ``<log_dir>/pretrained``.
     """
 
     def __init__(self, dirpath: str | None = None) -> None:
         self.dirpath = dirpath
         self._fit_start: float | None = None
+        #: The folder of the last export (None before one).
+        self.last_export: Path | None = None
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._fit_start = time.perf_counter()
 
     def export_dir(self, trainer: pl.Trainer) -> Path:
         path = Path(self.dirpath or "pretrained")
-        return path if path.is_absolute() else Path(trainer.default_root_dir) / path
+        return path if path.is_absolute() else Path(trainer.log_dir or trainer.default_root_dir) / path
 
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if not trainer.is_global_zero:
             return
-        from zoo import save_pretrained
+        from zoo import __version__, save_pretrained
+        from zoo._serialization import git_commit
 
         now = time.perf_counter()
         start = RUN_INFO["start"] if RUN_INFO["start"] is not None else self._fit_start
@@ -54,9 +63,37 @@ class ExportPretrained(pl.Callback):
             "epochs": trainer.current_epoch,
             "accelerator": type(trainer.accelerator).__name__.replace("Accelerator", "").lower(),
             "cpu_threads": torch.get_num_threads(),
+            "zoo": __version__,
+            "git": git_commit(),
             "torch": torch.__version__,
             "lightning": pl.__version__,
             "python": platform.python_version(),
             "date": datetime.date.today().isoformat(),
+            "command": RUN_INFO.get("command"),
+            "config": RUN_INFO.get("config"),
         }
-        save_pretrained(pl_module, self.export_dir(trainer), training=training)
+        self.last_export = save_pretrained(pl_module, self.export_dir(trainer), training=training)
+        if self.dirpath is None:
+            self._link_latest(trainer, self.last_export)
+
+    @staticmethod
+    def _link_latest(trainer: pl.Trainer, export: Path) -> None:
+        """Point ``<default_root_dir>/pretrained`` at this run's export, once it is complete.
+
+        Each run exports into its own ``version_N/pretrained``; the link keeps ``runs/<name>/pretrained``
+        (what ``zoo pin --from`` and two-stage recipes name) at the latest finished run. A run killed
+        before its export leaves the link where it was.
+        """
+        link = Path(trainer.default_root_dir) / "pretrained"
+        if link.resolve() == export.resolve():
+            return
+        if link.exists() and not link.is_symlink():
+            logger.warning("%s is a folder from an earlier run; this run's export is %s", link, export)
+            return
+        temporary = link.with_name(f".pretrained-{os.getpid()}")
+        try:
+            temporary.unlink(missing_ok=True)
+            temporary.symlink_to(os.path.relpath(export, link.parent), target_is_directory=True)
+            os.replace(temporary, link)
+        except OSError as error:  # e.g. no symlinks on this file system
+            logger.warning("could not link %s to %s (%s)", link, export, error)

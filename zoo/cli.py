@@ -231,8 +231,8 @@ def cmd_pin(args: argparse.Namespace) -> int:
         changed = sorted(name for name, digest in pinned_files(source).items() if current.get(name, digest) != digest)
         if changed and not args.force:
             raise ZooError(
-                f"pass --force to replace {', '.join(changed)} of the shipped mirror {folder} (the old files are "
-                f"kept in {_backup_root()}/); it holds the published {entry.name}, which --from {source} would overwrite"
+                f"pass --force to replace {', '.join(changed)} of the shipped mirror {folder} (the old files go to "
+                f"{_backup_root()}/): it holds the published {entry.name}, which --from {source} would overwrite"
             )
         if changed:
             backup = _backup_mirror(folder, entry.name, incoming)
