@@ -30,7 +30,8 @@ class ExportPretrained(pl.Callback):
         dirpath: Destination; relative paths are under the run's folder ``trainer.log_dir``
             (``runs/<name>/version_N`` with the recipes' CSVLogger, so a later run never overwrites an
             earlier run's export; ``trainer.default_root_dir`` without a logger).
-            Default: ``<log_dir>/pretrained``.
+            Default: ``<log_dir>/pretrained``, and ``<default_root_dir>/pretrained`` becomes a link to the
+            latest finished export.
     """
 
     def __init__(self, dirpath: str | None = None) -> None:
