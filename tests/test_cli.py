@@ -122,7 +122,17 @@ def test_eval_writes_the_schema_and_the_card(tiny_entry, tmp_path, capsys, monke
     out = tmp_path / "out.json"
     assert main(["--quiet", "eval", "tinytest", "--json", str(out), "--seeds", "0", "3", "4", "--card"]) == 0
     result = json.loads(out.read_text())
-    assert list(result) == ["name", "zoo_version", "settings", "seeds", "arms", "per_seed", "claims", "extras", "timings"]
+    assert list(result) == [
+        "name",
+        "zoo_version",
+        "settings",
+        "seeds",
+        "arms",
+        "per_seed",
+        "claims",
+        "extras",
+        "timings",
+    ]
     assert result["seeds"] == [0, 3, 4] and set(result["arms"]) == {"tiny", "reference_majority"}
     assert result["arms"]["tiny"]["accuracy"] > result["arms"]["reference_majority"]["accuracy"]
     assert result["arms"]["tiny"]["n_seeds"] == 3 and "accuracy_std" in result["arms"]["tiny"]

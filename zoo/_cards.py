@@ -84,10 +84,13 @@ def claims_section(metrics: dict[str, Any]) -> str:
         verdict = "pass" if claim["holds"] else "**fail**"
         lines.append(f"| {claim['text']} | {_fmt(claim['value'])} | {_fmt(claim['threshold'])} | {verdict} |")
     references = set(metrics.get("settings", {}).get("references", []))
-    failed = [c for c in claims if c.get("versus") in references and not c["holds"]]
-    for claim in failed:
+    failed: dict[str, list[str]] = {}
+    for claim in claims:
+        if claim.get("versus") in references and not claim["holds"]:
+            failed.setdefault(claim["versus"], []).append(claim["id"])
+    for reference, ids in failed.items():
         lines.append(
-            f"\n**The method does not clearly beat the reference arm `{claim['versus']}`** ({claim['id']}): "
+            f"\n**The method does not clearly beat the reference arm `{reference}`** ({', '.join(ids)}): "
             "read every other number on this card with that in mind."
         )
     held = sum(bool(c["holds"]) for c in claims)
@@ -283,7 +286,7 @@ def readme_table() -> str:
         "| paper | entries | seeds | headline: method / best reference | claims held | failing claims |",
         "|---|---|---|---|---|---|",
     ]
-    for paper, entries in papers.items():
+    for entries in papers.values():
         main = next((e for e in entries if e.default), entries[0])
         path = main.mirror_dir / "metrics.json"
         names = ", ".join(f"`{e.name}`" for e in entries)

@@ -476,7 +476,9 @@ def run_eval(
     if not seeds:
         raise ZooError("give at least one seed, e.g. --seeds 0 1 2")
     if weights is not None and not (Path(weights) / "config.json").is_file():
-        raise ZooError(f"--weights {weights}: no config.json there; pass a folder written by `zoo fit` (ExportPretrained)")
+        raise ZooError(
+            f"--weights {weights}: no config.json there; pass a folder written by `zoo fit` (ExportPretrained)"
+        )
     chosen = list(protocol.arms if arms is None else arms)
     unknown = [arm for arm in chosen if arm not in protocol.arms]
     if unknown:
@@ -496,7 +498,7 @@ def run_eval(
             timings[f"{arm}_s"] = round(timings.get(f"{arm}_s", 0.0) + time.perf_counter() - arm_started, 2)
         if run.extras:
             extras[str(seed)] = run.extras
-    tuning = {arm: asdict(protocol.tuning.get(arm, Tuning(note="the recipe's values"))) for arm in chosen}
+    tuning = {arm: asdict(protocol.tuning.get(arm, Tuning(note="the recipe's values"))) for arm in protocol.arms}
     result = {
         "name": get_entry(name).name,
         "zoo_version": __version__,
@@ -514,9 +516,15 @@ def run_eval(
         "extras": extras,
         "timings": {},
     }
-    result["claims"] = [asdict(claim) for claim in module.claims(result)]
+    partial = set(chosen) != set(protocol.arms)
+    try:
+        result["claims"] = [asdict(claim) for claim in module.claims(result)]
+    except (KeyError, ZooError):
+        if not partial:
+            raise
+        # a subset of arms (`arms=`) cannot check claims about the arms left out
     result["timings"] = {**timings, "total_s": round(time.perf_counter() - started, 2)}
-    validate_result(result, require_seeds=False)
+    validate_result(result, require_seeds=False, complete=not partial)
     return result
 
 
@@ -564,12 +572,13 @@ def _round(value: float) -> float:
 # ---------------------------------------------------------------------------------------------- checks
 
 
-def validate_result(result: Mapping[str, Any], require_seeds: bool = True) -> None:
+def validate_result(result: Mapping[str, Any], require_seeds: bool = True, complete: bool = True) -> None:
     """Check the eval schema: keys, finite arms, claims, a reference arm, the tuning record, seeds.
 
     Args:
         result: The eval result.
         require_seeds: Also require ``n_seeds >= 3`` for the method, baselines and references (a card).
+        complete: Require the reference arm and the claims (False for a run of a subset of the arms).
 
     Raises:
         ZooError: Naming the first problem.
@@ -587,6 +596,10 @@ def validate_result(result: Mapping[str, Any], require_seeds: bool = True) -> No
             if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
                 raise ZooError(f"arms.{arm}.{key} = {value!r} is not a finite number")
     settings = result["settings"]
+    _check_tuning(settings)
+    if not complete:
+        json.dumps(result, allow_nan=False)
+        return
     references = [arm for arm in settings.get("references", []) if arm in arms]
     if not references:
         raise ZooError(
@@ -601,7 +614,6 @@ def validate_result(result: Mapping[str, Any], require_seeds: bool = True) -> No
             raise ZooError(f"claim {claim.get('id')!r} must have id, text, value, threshold, holds, versus")
     if not any(claim["versus"] in references for claim in claims):
         raise ZooError(f"no claim compares the method with a reference arm ({', '.join(references)})")
-    _check_tuning(settings)
     if require_seeds:
         for role in ("method", "baselines", "references"):
             names = [settings[role]] if role == "method" else settings.get(role, [])
@@ -632,7 +644,9 @@ def claims_table(result: Mapping[str, Any]) -> str:
     """The claims as a fixed-width table (``zoo eval`` prints it)."""
     rows = [("claim", "value", "threshold", "holds")]
     for claim in result["claims"]:
-        rows.append((claim["id"], f"{claim['value']:.4g}", f"{claim['threshold']:.4g}", "yes" if claim["holds"] else "NO"))
+        rows.append(
+            (claim["id"], f"{claim['value']:.4g}", f"{claim['threshold']:.4g}", "yes" if claim["holds"] else "NO")
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * width for width in widths))

@@ -18,11 +18,12 @@ from zoo._errors import ZooError
 METHOD_COLOUR = "tab:red"
 REFERENCE_COLOUR = "tab:blue"
 OTHER_COLOUR = "tab:gray"
+MAX_COLUMNS = 3
 
 
 @contextmanager
 def card_figure(result: Mapping[str, Any], path: str | Path, panels: int = 1, width: float = 4.2) -> Iterator[list]:
-    """Yield ``panels`` axes side by side; on exit check every drawn axis is labelled, then save to ``path``.
+    """Yield ``panels`` axes, three to a row; on exit check every drawn axis is labelled, then save to ``path``.
 
     Args:
         result: The eval result (its name and seeds title the figure).
@@ -38,10 +39,13 @@ def card_figure(result: Mapping[str, Any], path: str | Path, panels: int = 1, wi
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, panels, figsize=(width * panels + 0.4, 3.4), squeeze=False)
+    columns = min(panels, MAX_COLUMNS)
+    rows = -(-panels // columns)
+    fig, grid = plt.subplots(rows, columns, figsize=(width * columns + 0.4, 3.4 * rows), squeeze=False)
+    axes = list(grid.flat)
     try:
-        yield list(axes[0])
-        for index, ax in enumerate(axes[0]):
+        yield axes[:panels]
+        for index, ax in enumerate(axes):
             if not ax.has_data():
                 ax.set_axis_off()
                 continue
@@ -97,9 +101,7 @@ def bar_panel(
 def default_plot(result: Mapping[str, Any], path: str | Path, metrics: Sequence[str] = ()) -> None:
     """Bar panels of ``metrics`` (default: the method's first three metrics)."""
     method = result["settings"].get("method")
-    keys = list(metrics) or [
-        k for k in result["arms"].get(method, {}) if not k.endswith("_std") and k != "n_seeds"
-    ][:3]
+    keys = list(metrics) or [k for k in result["arms"].get(method, {}) if not k.endswith("_std") and k != "n_seeds"][:3]
     with card_figure(result, path, panels=max(1, len(keys))) as axes:
         for ax, key in zip(axes, keys):
             bar_panel(ax, result, key)

@@ -24,81 +24,14 @@ _COMMON = (
     "sensitivity is therefore 4 - 2 rate, not 2. Errors are prefix-max relative at the end of each stream; see "
     "zoo/resettable_sketch/module.py for every choice."
 )
-#: `zoo eval resettable_sketch` (hub_cards/<name>/metrics.json, arms[arm]); seeds 0-4.
-_METRICS: dict[str, dict[str, float]] = {
-    "robust": {
-        "rel_err_adaptive": 0.0438,
-        "rel_err_adaptive_max": 0.1144,
-        "rel_err_adaptive_mean": 0.6854,
-        "rel_err_adaptive_worst_half": 0.7688,
-        "stored_ratio_adaptive": 1.039,
-        "rel_err_oblivious": 0.0221,
-        "max_stored_keys": 10662.0,
-        "stored_ratio_oblivious": 1.2242,
-        "rel_err_bursty": 0.0302,
-        "rel_err_words": 0.0485,
-        "updates_per_s": 4926177,
-        "speed_vs_theta": 0.409,
-    },
-    "robust_halving": {
-        "rel_err_adaptive": 0.0438,
-        "rel_err_adaptive_max": 0.1144,
-        "rel_err_adaptive_mean": 0.6854,
-        "rel_err_adaptive_worst_half": 0.7688,
-        "stored_ratio_adaptive": 1.039,
-        "rel_err_oblivious": 0.0985,
-        "max_stored_keys": 4097.0,
-        "stored_ratio_oblivious": 0.4704,
-        "rel_err_bursty": 0.1076,
-        "rel_err_words": 0.369,
-        "updates_per_s": 4565521,
-        "speed_vs_theta": 0.379,
-    },
-    "robust_sum": {
-        "rel_err_adaptive": 0.0738,
-        "rel_err_adaptive_max": 0.1542,
-        "rel_err_adaptive_mean": 0.3881,
-        "rel_err_adaptive_worst_half": 0.4416,
-        "stored_ratio_adaptive": 0.9949,
-        "rel_err_oblivious": 0.003,
-        "max_stored_keys": 17235.0,
-        "stored_ratio_oblivious": 1.9526,
-        "rel_err_bursty": 0.0041,
-        "rel_err_words": 0.0013,
-        "updates_per_s": 4640351,
-        "speed_vs_theta": 0.385,
-    },
-    "hash_threshold": {
-        "rel_err_adaptive": 1.0,
-        "rel_err_adaptive_max": 1.0,
-        "rel_err_adaptive_mean": 1.0,
-        "rel_err_adaptive_worst_half": 1.0,
-        "stored_ratio_adaptive": 0.0,
-        "rel_err_oblivious": 0.0094,
-        "max_stored_keys": 8881.0,
-        "stored_ratio_oblivious": 1.0134,
-        "rel_err_bursty": 0.0041,
-        "rel_err_words": 0.0074,
-        "updates_per_s": 16859147,
-        "speed_vs_theta": 1.4,
-    },
-}
-_EVALUATE = "zoo.resettable_sketch.evaluate:evaluate"
 _MODULE = "zoo.resettable_sketch.module:ResettableSketchModule"
 _SMOKE = ("--data.init_args.length=2048", "--data.init_args.chunk_size=1024")
 
 
-def _cfg(tag: str, recipe: str, headline: str, notes: str, datasets=("procedural-streams",)):
+def _cfg(headline: str, notes: str, datasets=("procedural-streams",)):
     return PretrainedCfg(
         paper=PAPER,
-        hf_hub_id=f"icml26-zoo/resettable-sketch-{tag.replace('_', '-')}",
-        revision="v1",
-        sha256={},
-        license="apache-2.0",
-        recipe=recipe,
-        task="other",
         datasets=datasets,
-        metrics=_METRICS[tag],
         headline=headline,
         num_params=0,
         notes=_NO_WEIGHTS + notes + " " + _COMMON,
@@ -113,12 +46,9 @@ register_model(
     model_args={"sketch": "robust", "stat": "card", "rate": 0.2, "eps": 1.0, "k": None},
     requires=("datasketches",),
     extra="sketch",
-    evaluate=_EVALUATE,
     arm="robust",
     smoke=_SMOKE,
     pretrained_cfg=_cfg(
-        "robust",
-        "recipes/resettable_sketch/robust.yaml",
         "rel_err_adaptive",
         "Rate 0.2 throughout (no halving below the 65,536-key table); eps = 1 per binary tree. rel_err_* are "
         "prefix-max errors at the end of each stream (mean / max over seeds 0-4, the spec's calibration "
@@ -137,12 +67,9 @@ register_model(
     model_args={"sketch": "robust", "stat": "card", "rate": 0.2, "eps": 1.0, "k": 4096},
     requires=("datasketches",),
     extra="sketch",
-    evaluate=_EVALUATE,
     arm="robust_halving",
     smoke=_SMOKE,
     pretrained_cfg=_cfg(
-        "robust_halving",
-        "recipes/resettable_sketch/robust_halving.yaml",
         "max_stored_keys",
         "Halves the rate whenever more than 4096 keys are stored; each epoch is a fresh eps = 1 tree, so the "
         "privacy loss composes over epochs. The price of the bound is accuracy: the tree noise is fixed in count "
@@ -158,12 +85,9 @@ register_model(
     model_args={"sketch": "robust", "stat": "sum", "rate": 0.2, "eps": 1.0, "k": None},
     requires=("datasketches", "gensim"),
     extra="sketch",
-    evaluate=_EVALUATE,
     arm="robust_sum",
     smoke=_SMOKE,
     pretrained_cfg=_cfg(
-        "robust_sum",
-        "recipes/resettable_sketch/robust_sum.yaml",
         "rel_err_words",
         "Every unit of an Inc flips its own coin; a Reset removes the key's sampled units (sensitivity 2).",
         datasets=("gensim-wikipedia-test-data", "procedural-streams"),
@@ -177,12 +101,9 @@ register_model(
     model_args={"sketch": "hash_threshold", "stat": "card", "rate": 0.2},
     requires=("datasketches",),
     extra="sketch",
-    evaluate=_EVALUATE,
     arm="hash_threshold",
     smoke=_SMOKE,
     pretrained_cfg=_cfg(
-        "hash_threshold",
-        "recipes/resettable_sketch/hash_threshold.yaml",
         "rel_err_adaptive",
         "The vulnerable baseline: the adaptive attack learns which keys the fixed hash samples and resets them.",
     ),
