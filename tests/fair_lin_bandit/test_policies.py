@@ -1,0 +1,163 @@
+"""Policies: OFUL, phased elimination, the FairLinBandit wrapper, LinNash's constants, MABWiser agreement."""
+
+import math
+
+import numpy as np
+import pytest
+
+from zoo.fair_lin_bandit.instances import build_instance, check_instance
+from zoo.fair_lin_bandit.policies import (
+    OFUL,
+    FairLinBandit,
+    LinNashElimination,
+    PhasedElimination,
+    linnash,
+    linnash_part1_length,
+    linnash_part1_width,
+    phase1_length,
+    run_episode,
+    simulate,
+)
+
+
+def _batch(arms, mu, copies=1):
+    return np.repeat(np.asarray(arms, float)[None], copies, 0), np.repeat(np.asarray(mu, float)[None], copies, 0)
+
+
+def test_oful_finds_the_best_of_two_orthogonal_arms():
+    arms, mu = _batch(np.eye(2), [0.3, 0.8], copies=4)
+    out = simulate(OFUL(2000), arms, mu, 2000, np.random.default_rng(0))
+    assert (out["chosen"][:, -500:] == 1).mean() > 0.95
+    assert (out["chosen"][:, :20] == 0).any()  # it did explore the other arm
+
+
+def test_phased_elimination_never_pulls_an_eliminated_arm():
+    instance = build_instance("phishing", 3)
+    arms, mu = _batch(instance.arms, instance.mu, copies=3)
+    policy = PhasedElimination(20_000)
+    chosen = simulate(policy, arms, mu, 20_000, np.random.default_rng(1))["chosen"]
+    eliminated_any = False
+    for b in range(3):
+        eliminated = set(policy.eliminated_log[b])
+        eliminated_any |= bool(eliminated)
+        # the log is in elimination order; an arm eliminated at round t must not appear after t
+        for arm in eliminated:
+            last_pull = np.flatnonzero(chosen[b] == arm)
+            assert not policy.active[b, arm]
+            assert len(last_pull) == 0 or last_pull[-1] < np.flatnonzero(~np.isin(chosen[b], [arm]))[-1]
+        late = chosen[b, -2000:]
+        assert not np.isin(late, list(eliminated)).any()
+    assert eliminated_any, "no arm was eliminated: the test would pass vacuously"
+
+
+def test_phased_elimination_pulls_only_active_arms_within_each_phase():
+    instance = build_instance("shuttle", 0)
+    arms, mu = _batch(instance.arms, instance.mu)
+    policy = PhasedElimination(20_000)
+    rng = np.random.default_rng(2)
+    rows = np.arange(1)
+    for _ in range(20_000):
+        index = policy.select(arms)
+        assert policy.active[0, index[0]], "pulled an arm that is no longer active"
+        policy.update(arms[rows, index], (rng.random(1) < mu[rows, index]).astype(float))
+    assert policy.active.sum() < arms.shape[1]
+
+
+def test_fair_ucb_with_p_one_and_no_phase1_equals_oful():
+    instance = build_instance("solarflare", 2)
+    arms, mu = _batch(instance.arms, instance.mu, copies=2)
+    plain = simulate(OFUL(3000), arms, mu, 3000, np.random.default_rng(5))
+    wrapped = FairLinBandit(OFUL(3000), 3000, p=1.0, length=0, rng=np.random.default_rng(99))
+    fair = simulate(wrapped, arms, mu, 3000, np.random.default_rng(5))
+    np.testing.assert_array_equal(plain["chosen"], fair["chosen"])
+    # and with a Phase 1 the two differ (so the equality above is not vacuous)
+    with_phase1 = simulate(FairLinBandit(OFUL(3000), 3000, p=1.0), arms, mu, 3000, np.random.default_rng(5))
+    assert (with_phase1["chosen"] != plain["chosen"]).any()
+
+
+def test_our_oful_matches_mabwiser_linucb_with_a_fixed_beta():
+    mabwiser = pytest.importorskip("mabwiser.mab", reason="MABWiser is not installed (pip install mabwiser)")
+    from mabwiser.mab import LearningPolicy
+
+    num_arms, horizon, alpha = 5, 300, 0.7
+    means = np.linspace(0.1, 0.9, num_arms)
+    noise = np.random.default_rng(3).normal(0, 0.3, size=horizon)
+    ours = OFUL(horizon, ridge=1.0, beta=alpha)
+    theirs = mabwiser.MAB(list(range(num_arms)), LearningPolicy.LinUCB(alpha=alpha, l2_lambda=1.0), seed=0)
+    arms = np.eye(num_arms)[None]
+    first = list(range(num_arms))  # one pull each, so no tie decides the first rounds
+    rewards = [means[a] + noise[i] for i, a in enumerate(first)]
+    theirs.fit(first, rewards, contexts=[[1.0]] * num_arms)
+    for a, r in zip(first, rewards, strict=True):
+        ours.update(arms[:, a], np.array([r]))
+    picks_ours, picks_theirs = [], []
+    for t in range(num_arms, horizon):
+        mine = int(ours.select(arms)[0])
+        other = int(theirs.predict([[1.0]]))
+        picks_ours.append(mine)
+        picks_theirs.append(other)
+        reward = means[mine] + noise[t]
+        ours.update(arms[:, mine], np.array([reward]))
+        theirs.partial_fit([other], [means[other] + noise[t]], contexts=[[1.0]])
+    assert picks_ours == picks_theirs
+    assert len(set(picks_ours)) > 1
+
+
+def test_linnash_constants_by_hand():
+    # T = 20,000, d = 10, K = 200: log(T K) = log(4e6) = 15.2018; T~ = ceil(3 sqrt(2e5 * 15.2018)) = 5231
+    assert linnash_part1_length(20_000, 10, 200) == 5231
+    # Part I width 16 sqrt(3 gamma d log(TK) / T~) at gamma = 0.9: 16 sqrt(3 * 0.9 * 10 * 15.2018 / 5231)
+    assert float(linnash_part1_width(np.array(0.9), 10, 5231, 20_000, 200)) == pytest.approx(4.4818, abs=1e-3)
+    # Part II: T' = 2/3 T~ = 3487.33; NCB width 6 sqrt(0.9 * 10 * 15.2018 / 3487.33) = 1.1884
+    part2 = LinNashElimination(20_000, first_length=2 * 5231 / 3)
+    assert float(part2.width(np.array(0.9), 10, 200, 2 * 5231 / 3)) == pytest.approx(1.1884, abs=1e-3)
+    policy = linnash(20_000, 10, 200, np.random.default_rng(0))
+    assert policy.fixed_length == 5231 and policy.base.first_length == pytest.approx(3487.33, abs=0.01)
+
+
+def test_phase1_length_by_hand():
+    # ceil(sqrt(20000 * 10 * log(4e6))) = ceil(1743.66) = 1744; p = -5 multiplies by sqrt(6)
+    assert phase1_length(20_000, 10, 200, p=0.0) == 1744
+    assert phase1_length(20_000, 10, 200, p=-5.0) == math.ceil(1743.6604 * math.sqrt(6))
+    assert phase1_length(20_000, 10, 200, p=0.5, c1=0.5) == 872
+
+
+def test_fair_exploration_keeps_every_round_above_a_floor():
+    instance = build_instance("shuttle", 0)
+    out = run_episode("fair_pe", instance.arms, instance.mu, 2000, seed=0, replicates=2)
+    length = phase1_length(2000, 10, 200)
+    phase1 = out["expected"][:, :length]
+    assert np.allclose(phase1, phase1[0, 0])  # a fixed mixture: its expectation is the same every round
+    assert phase1[0, 0] > instance.best / instance.arms.shape[1]
+
+
+# ------------------------------------------------------------------------------------------- bad inputs
+
+
+def test_p_above_one_is_rejected():
+    with pytest.raises(ValueError, match="p <= 1"):
+        FairLinBandit(OFUL(100), 100, p=1.5)
+
+
+def test_phase1_longer_than_the_horizon_is_rejected():
+    instance = build_instance("phishing", 0)
+    with pytest.raises(ValueError, match="longer than the horizon"):
+        run_episode("fair_pe", instance.arms, instance.mu, 50, seed=0, replicates=1, c1=5.0)
+
+
+def test_fewer_than_two_arms_is_rejected():
+    with pytest.raises(ValueError, match="K >= 2"):
+        run_episode("oful", np.ones((1, 3)), np.ones(1) * 0.5, 10, seed=0)
+    with pytest.raises(ValueError, match="K >= 2"):
+        build_instance("phishing", 0, num_arms=1)
+
+
+def test_nonpositive_means_with_nonpositive_p_name_the_floor():
+    with pytest.raises(ValueError, match="floor"):
+        check_instance(np.eye(3), None, np.array([0.5, 0.0, 0.2]), p=0.0)
+    check_instance(np.eye(3), None, np.array([0.5, 0.0, 0.2]), p=1.0)  # average regret is fine with 0
+
+
+def test_dimension_mismatch_is_rejected():
+    with pytest.raises(ValueError, match="does not match"):
+        check_instance(np.eye(3), np.ones(4), np.full(3, 0.5))

@@ -1,0 +1,75 @@
+"""Tune c1 (fair_pe, fair_ucb) and LinNash's Part I multiplier on the validation instances (seeds 100-109).
+
+Every configuration runs on the 5 instances of each validation seed at T = 20k, its seeds and replicates
+batched into one simulation per instance (seeds as the batch dimension); the score is the mean Nash regret
+(expectation over the replicates of each instance). Each arm gets the same number of trials. The test seeds
+0-9 are never touched. Writes ``zoo/fair_lin_bandit/tuning.json``, which ``evaluate.py`` reads as defaults.
+
+Run: ``flock /tmp/zoo-cpu.lock python -m zoo.fair_lin_bandit.tune``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from zoo.fair_lin_bandit.evaluate import C1_GRID, LINNASH_GRID, TUNING_FILE, VALIDATION_SEEDS
+from zoo.fair_lin_bandit.instances import DATASETS, build_instance
+from zoo.fair_lin_bandit.policies import ALGORITHMS, make_policy, simulate
+from zoo.fair_lin_bandit.regret import p_means_regret
+
+
+def validation_score(algorithm: str, horizon: int, replicates: int, seeds=VALIDATION_SEEDS, **policy_args) -> float:
+    """Mean Nash regret over the instances of ``seeds`` (one batched simulation per dataset)."""
+    regrets = []
+    for name in DATASETS:
+        instances = [build_instance(name, seed) for seed in seeds]
+        arms = np.repeat(np.stack([i.arms for i in instances]), replicates, axis=0)
+        mu = np.repeat(np.stack([i.mu for i in instances]), replicates, axis=0)
+        rng = np.random.default_rng([7, horizon, ALGORITHMS.index(algorithm)])
+        policy = make_policy(algorithm, horizon, arms.shape[2], arms.shape[1], rng, **policy_args)
+        expected = simulate(policy, arms, mu, horizon, rng)["expected"]
+        expected = expected.reshape(len(seeds), replicates, horizon).mean(axis=1)
+        regrets.append(p_means_regret(expected, mu.reshape(len(seeds), replicates, -1)[:, 0].max(axis=1), 0.0))
+    return float(np.mean(regrets))
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--horizon", type=int, default=20_000)
+    parser.add_argument("--replicates", type=int, default=2)
+    parser.add_argument("--out", default=str(TUNING_FILE))
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    scores: dict[str, dict[str, float]] = {"fair_pe": {}, "fair_ucb": {}, "linnash": {}}
+    for c1 in C1_GRID:
+        for arm in ("fair_pe", "fair_ucb"):
+            scores[arm][str(c1)] = validation_score(arm, args.horizon, args.replicates, c1=c1)
+            print(f"{arm} c1={c1}: {scores[arm][str(c1)]:.4f}", flush=True)
+    for multiplier in LINNASH_GRID:
+        scores["linnash"][str(multiplier)] = validation_score(
+            "linnash", args.horizon, args.replicates, linnash_multiplier=multiplier
+        )
+        print(f"linnash multiplier={multiplier}: {scores['linnash'][str(multiplier)]:.4f}", flush=True)
+    best = {arm: min(table, key=table.get) for arm, table in scores.items()}
+    record = {
+        "c1_pe": float(best["fair_pe"]),
+        "c1_ucb": float(best["fair_ucb"]),
+        "linnash_multiplier": float(best["linnash"]),
+        "criterion": f"mean Nash regret at T={args.horizon}, 5 instances x validation seeds 100-109, "
+        f"{args.replicates} replicates each",
+        "scores": scores,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    with open(args.out, "w") as handle:
+        json.dump(record, handle, indent=2)
+        handle.write("\n")
+    print(json.dumps({k: v for k, v in record.items() if k != "scores"}))
+    return record
+
+
+if __name__ == "__main__":
+    main()
