@@ -392,7 +392,11 @@ class REPAPModule(pl.LightningModule):
         return {HEADS_FILE: save(self._exported_heads, metadata={"format": "pt"})}
 
     def import_files(self, folder: str | Path) -> None:
-        """Read ``heads.safetensors`` if present, so fitting the loaded module resumes with trained heads."""
+        """Read ``heads.safetensors`` if present, so fitting the loaded module resumes with trained heads, and
+        the validation curve of the fit that wrote ``folder`` (``zoo eval``'s convergence metric)."""
+        from zoo._serialization import read_config
+
+        self.val_history = list(read_config(folder).get("metadata", {}).get("val_history", []))
         path = Path(folder) / HEADS_FILE
         if path.is_file() and self.tap_modules:
             from safetensors.torch import load
