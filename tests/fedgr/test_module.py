@@ -13,14 +13,31 @@ import yaml
 
 import zoo
 from zoo._errors import MissingExtraError, ZooError
-from zoo.fedgr.evaluate import ARMS, ENTRY_OF_ARM, PUBLISHED_SEED, build, score_pretrained, sieve_scores
+from zoo._eval import paper_arms
+from zoo.fedgr.evaluate import PROTOCOL, score_pretrained, sieve_scores
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN_TOLERANCE = 0.005  # the checkpoint is the seed-0 run of the eval: it must reproduce it (0.5 points)
+ARMS = ("fedgr", "fedavg", "fedprox", "coteaching")  # the arms with published checkpoints
+PUBLISHED_SEED = PROTOCOL.published_seed
+
+
+def _entry(arm):
+    return paper_arms("fedgr")[arm]
 
 
 def _card(arm):
-    return json.loads((zoo.get_entry(ENTRY_OF_ARM[arm]).mirror_dir / "metrics.json").read_text())
+    return json.loads((_entry(arm).mirror_dir / "metrics.json").read_text())
+
+
+def _recipe(arm):
+    return yaml.safe_load((ROOT / _entry(arm).pretrained_cfg.recipe).read_text())
+
+
+def _get(recipe, dotted):
+    for part in dotted.split("."):
+        recipe = recipe[part]
+    return recipe
 
 
 # The baselines' golden checks are slow-marked to keep the paper's default tests near 45 s; FedGR's runs by default.
@@ -30,8 +47,8 @@ GOLDEN_ARMS = [arm if arm == "fedgr" else pytest.param(arm, marks=pytest.mark.sl
 @pytest.mark.parametrize("arm", GOLDEN_ARMS)
 def test_pretrained_checkpoint_reproduces_its_card_accuracy(arm, hf_offline):
     card = _card(arm)
-    published = card["settings"]["per_seed"][arm][str(PUBLISHED_SEED)]
-    module = zoo.load(ENTRY_OF_ARM[arm], pretrained=True)
+    published = card["per_seed"][arm][str(PUBLISHED_SEED)]
+    module = zoo.load(_entry(arm).name, pretrained=True)
     accuracy = score_pretrained(module)["accuracy"]
     assert accuracy == pytest.approx(published["accuracy"], abs=GOLDEN_TOLERANCE)
     if arm == "fedgr":
@@ -51,21 +68,29 @@ def test_pretrained_fedgr_on_a_small_slice_and_its_metadata(hf_offline):
     assert metadata["gmm"]["means"][0] < metadata["gmm"]["means"][1]
 
 
-@pytest.mark.parametrize("arm", ARMS)
-def test_recipes_are_the_runs_that_the_evaluation_retrains(arm):
-    """The published checkpoints are claimed to be eval's seed-0 runs: the recipe must build exactly those."""
-    entry = zoo.get_entry(ENTRY_OF_ARM[arm])
-    recipe = yaml.safe_load((ROOT / entry.pretrained_cfg.recipe).read_text())
-    from zoo._serialization import instantiate, to_jsonable
-    from zoo.fedgr.data import FedNoisyDataModule
-    from zoo.fedgr.module import FedGRModule
+def test_the_protocol_lists_every_published_arm():
+    assert set(ARMS) == set(paper_arms("fedgr")) and set(ARMS) <= set(PROTOCOL.arms)
 
-    module, datamodule = build(arm, PUBLISHED_SEED)
-    from_recipe = instantiate(FedGRModule, recipe["model"]["init_args"])
-    assert to_jsonable(dict(from_recipe.hparams)) == to_jsonable(dict(module.hparams))
-    data = instantiate(FedNoisyDataModule, recipe["data"]["init_args"])
-    assert data.spec == datamodule.spec
-    assert recipe["trainer"]["max_epochs"] == 30 and recipe["seed_everything"] == PUBLISHED_SEED
+
+@pytest.mark.parametrize("arm", ARMS)
+def test_recipes_are_the_default_runs_of_the_evaluation(arm):
+    """Seed 0 at default settings scores the published weights, so each recipe must be exactly that run."""
+    from dataclasses import fields
+
+    from zoo.fedgr.federation import FederationSpec
+
+    recipe = _recipe(arm)
+    assert recipe["model"]["init_args"]["method"] == arm
+    assert recipe["data"] == _recipe("fedgr")["data"]  # every arm trains on the same clients
+    for key, setting in PROTOCOL.settings.items():
+        for recipe_key in setting.recipe_keys:
+            assert _get(recipe, recipe_key) == setting.default, (key, recipe_key)
+    for seed_key in PROTOCOL.seed_args:
+        assert _get(recipe, seed_key) == PUBLISHED_SEED, seed_key
+    # measure() rebuilds the clients from the settings: the recipe's other data arguments must be the defaults
+    names = {f.name for f in fields(FederationSpec)}
+    data_args = {k: v for k, v in recipe["data"]["init_args"].items() if k in names}
+    assert FederationSpec(**data_args) == FederationSpec(seed=PUBLISHED_SEED)
 
 
 def test_forward_accepts_uint8_and_float_images():

@@ -1,0 +1,128 @@
+"""The evaluation's protocol: settings reach the recipes and the measurement, claims apply the spec's thresholds."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+import zoo
+from zoo._errors import ZooError
+from zoo._eval import Run, paper_arms, run_eval, summarise
+from zoo.fedgr.evaluate import PROTOCOL, claims, measure, plot, score_pretrained
+
+
+class FakeRun:
+    """What measure() needs of a Run, recording which fits it asks for instead of training."""
+
+    def __init__(self, seed=0, **overrides):
+        self.seed, self.settings, self.cache, self.loads = seed, PROTOCOL.resolve(overrides), {}, []
+
+    def load(self, arm, overrides=(), base=None):
+        from zoo.fedgr.module import FedGRModule
+
+        self.loads.append((arm, list(overrides), base))
+        return FedGRModule(method=base or arm, seed=self.seed).eval()
+
+
+def test_noise_setting_changes_the_label_prior_reference():
+    # On the first 300 test images the modal noisy label is class 1 under symmetric noise (35 of 300 test
+    # images) and class 6 under pair flips (28 of 300), which receive the flipped shirts.
+    symmetric = measure("reference_prior", FakeRun(test_limit=300))["accuracy"]
+    pair = measure("reference_prior", FakeRun(test_limit=300, noise="pair"))["accuracy"]
+    assert symmetric == pytest.approx(35 / 300) and pair == pytest.approx(28 / 300)
+
+
+@pytest.mark.parametrize("noise", ["symmetric", "none"])
+def test_clean_arm_trains_its_base_recipe_without_noise(noise):
+    run = FakeRun(test_limit=100, noise=noise)
+    scores = measure("fedgr_clean", run)
+    # under --set noise=none the harness already passes the override: no second (duplicate) fit
+    assert run.loads == [("fedgr_clean", [] if noise == "none" else ["--data.init_args.noise=none"], "fedgr")]
+    assert set(scores) == {"accuracy", "noise_rate_mae"}  # no detection F1 without noisy labels
+    assert measure("fedavg_clean", run).keys() == {"accuracy"} and run.loads[-1][2] == "fedavg"
+
+
+def test_training_settings_reach_the_recipe(tmp_path, monkeypatch):
+    from zoo._lightning_cli import ZooCLI
+    from zoo._registry import repo_root
+
+    monkeypatch.setattr(sys, "argv", ["zoo"])  # LightningCLI warns when pytest's own arguments are there
+
+    overrides = {"partition": "dirichlet", "noise": "pair", "noise_high": 0.5, "rounds": 3}
+    run = Run(paper_arms("fedgr"), PROTOCOL, 1, PROTOCOL.resolve(overrides))
+    assert not run.uses_published("fedgr")
+    recipe = str(repo_root() / zoo.get_entry("fedgr").pretrained_cfg.recipe)
+    seeds = [f"--{key}={run.seed}" for key in PROTOCOL.seed_args]
+    cli = ZooCLI(["-c", recipe, *seeds, f"--trainer.default_root_dir={tmp_path}", *run.recipe_overrides()], run=False)
+    data = cli.datamodule.hparams
+    assert (data.partition, data.noise, data.noise_high, data.noise_low) == ("dirichlet", "pair", 0.5, 0.4)
+    assert cli.trainer.max_epochs == 3 and data.seed == 1 and cli.model.hparams.seed == 1
+
+
+def test_test_limit_setting_scores_the_published_checkpoint_on_a_slice(hf_offline):
+    result = run_eval("fedgr", seeds=[0], arms=["fedgr", "reference_prior"], overrides=["test_limit=500"])
+    assert result["settings"]["test_limit"] == 500
+    published = score_pretrained(zoo.load("fedgr", pretrained=True), limit=500)["accuracy"]
+    assert result["arms"]["fedgr"]["accuracy"] == pytest.approx(published, abs=1e-6)
+    assert 0.8 < result["arms"]["fedgr"]["noise_f1"] <= 1.0  # scored against the regenerated true labels
+
+
+@pytest.mark.parametrize(
+    ("pair", "message"),
+    [
+        ("colour=red", "unknown setting 'colour'; valid keys: noise, noise_low, noise_high, partition, rounds"),
+        ("noise=gaussian", "expected one of symmetric, pair, mixed, none"),
+        ("partition=shards", "expected one of iid, dirichlet"),
+        ("rounds=many", "expected an integer"),
+        ("noise_high=-0.1", "must be at least 0"),
+    ],
+)
+def test_unknown_keys_and_bad_values_are_one_line_errors(pair, message):
+    with pytest.raises(ZooError, match=message) as error:
+        run_eval("fedgr", seeds=[0], overrides=[pair])
+    assert "\n" not in str(error.value)
+
+
+def _result(**accuracies):
+    per_seed = {}
+    for arm, values in accuracies.items():
+        per_seed[arm] = {str(seed): {"accuracy": value} for seed, value in enumerate(values)}
+    for seed in range(3):
+        per_seed["fedgr"][str(seed)].update(noise_f1=0.86, noise_rate_mae=0.12)
+        per_seed["fedgr_clean"][str(seed)]["noise_rate_mae"] = 0.3
+    settings = {"method": "fedgr", "references": list(PROTOCOL.references)}
+    return {"name": "fedgr.fashion_mnist", "seeds": [0, 1, 2], "settings": settings, "per_seed": per_seed,
+            "arms": {arm: summarise(runs) for arm, runs in per_seed.items()}}  # fmt: skip
+
+
+def test_claims_apply_the_spec_thresholds_and_the_figure_draws(tmp_path):
+    from zoo._figures import card_figure
+
+    result = _result(
+        fedgr=[0.80, 0.81, 0.82],
+        fedavg=[0.74, 0.755, 0.76],  # gains 0.06, 0.055, 0.06: above 0.05 and the spread
+        fedprox=[0.82, 0.83, 0.84],  # better than FedGR
+        coteaching=[0.70, 0.70, 0.70],
+        fedgr_clean=[0.84, 0.85, 0.86],
+        fedavg_clean=[0.85, 0.86, 0.87],  # 0.01 better: within 0.02
+        reference_untrained=[0.1, 0.1, 0.1],
+        reference_prior=[0.1, 0.1, 0.1],
+    )
+    holds = {claim.id: claim.holds for claim in claims(result)}
+    assert holds == {
+        "fedgr_beats_reference_untrained_accuracy": True,
+        "fedgr_beats_reference_prior_accuracy": True,
+        "fedgr_beats_fedavg_accuracy": True,
+        "fedgr_beats_fedprox_accuracy": False,
+        "fedgr_beats_coteaching_accuracy": True,
+        "noise_f1": True,  # 0.86 >= 0.85
+        "noise_rate_mae": False,  # 0.12 > 0.1
+        "clean_gap": True,
+        "clean_noise_estimate": False,  # 0.3 > 0.05
+    }
+    result["per_seed"]["fedavg"]["0"]["accuracy"] = 0.79  # gains 0.01, 0.055, 0.06: mean 0.0417 < 0.05
+    assert not next(c for c in claims(result) if c.id == "fedgr_beats_fedavg_accuracy").holds
+    with card_figure(result, tmp_path / "results.png", panels=PROTOCOL.panels) as axes:
+        plot(result, axes)
+    assert (tmp_path / "results.png").stat().st_size > 0
