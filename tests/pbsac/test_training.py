@@ -71,14 +71,18 @@ def test_mujoco_recipes_environments_train(env_id):
 
 @pytest.mark.parametrize("name", ["pbsac.pendulum", "pbsac.sac_pendulum"])
 def test_recipes_match_registry_defaults(name):
-    """Module defaults + registry model_args = the recipe: zoo.load builds, and a wheel's eval trains, the same."""
+    """Module defaults + registry model_args = the recipe: zoo.load builds the architecture the recipe trains."""
     import inspect
+    from pathlib import Path
+
+    import yaml
 
     import zoo
-    from zoo.pbsac.evaluate import recipe_args
+    from zoo._recipes import resolve_recipe
 
     entry = zoo.get_entry(name)
-    model_args, data_args = recipe_args(entry.pretrained_cfg.recipe)
+    recipe = yaml.safe_load(Path(resolve_recipe(entry.pretrained_cfg.recipe)).read_text())
+    model_args, data_args = recipe["model"]["init_args"], recipe["data"]["init_args"]
     defaults = {k: p.default for k, p in inspect.signature(PBSACModule.__init__).parameters.items() if k != "self"}
     assert {**defaults, **entry.model_args} == {**defaults, **model_args}
     data_defaults = {k: p.default for k, p in inspect.signature(PBSACDataModule.__init__).parameters.items()}
