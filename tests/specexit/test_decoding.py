@@ -6,7 +6,15 @@ import pytest
 import torch
 
 import zoo.specexit.decoding as decoding
-from zoo.specexit.decoding import ExitConfig, NoExit, SignalExit, SpeculativeDecoder, target_generate
+from zoo.specexit.decoding import (
+    ExitConfig,
+    FirstCheckStop,
+    FixedBudgetExit,
+    NoExit,
+    SignalExit,
+    SpeculativeDecoder,
+    target_generate,
+)
 from zoo.specexit.models import (
     DraftConfig,
     EagleDraft,
@@ -18,7 +26,7 @@ from zoo.specexit.models import (
     target_forward,
 )
 from zoo.specexit.tokenizer import TraceTokenizer
-from zoo.specexit.traces import Problem, build_trace, parse_answer
+from zoo.specexit.traces import Problem, build_trace, last_computed_value, parse_answer
 
 TOK = TraceTokenizer()
 SMALL = TargetConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_positions=128)
@@ -209,3 +217,25 @@ def test_never_ready_signal_exit_is_lossless(monkeypatch, models):
     result = decoder.generate(trace.ids[: trace.prompt_len], never)
     assert result.exit_at is None
     assert result.tokens == trace.ids[trace.prompt_len :]
+
+
+def test_first_check_reference_stops_at_the_first_check_token(monkeypatch, models):
+    problem = Problem((23, 45, 12, 7), ("+", "-", "+"))
+    trace, decoder = _scripted(monkeypatch, models, problem)
+    result = decoder.generate(trace.ids[: trace.prompt_len], FirstCheckStop(TOK))
+    text = TOK.decode(result.tokens)
+    assert text == "23+45=68.\n\n68-12=56.\n\n56+7=63.\n\nCheck:"
+    assert last_computed_value(text) == 63 and result.exit_at is None
+
+
+@pytest.mark.parametrize("budget", [0, 12, 25])
+def test_fixed_budget_reference_exits_at_a_delimiter_after_the_budget(monkeypatch, models, budget):
+    problem = Problem((23, 45, 12, 7), ("+", "-", "+"))
+    trace, decoder = _scripted(monkeypatch, models, problem)
+    result = decoder.generate(trace.ids[: trace.prompt_len], FixedBudgetExit(budget))
+    delimiters = [p - trace.prompt_len for p in trace.delimiter_pos]
+    assert result.exit_at in delimiters and result.exit_at + 1 >= budget
+    assert result.tokens[result.exit_at + 1] == TOK.end_think_id
+    assert result.tokens[: result.exit_at + 1] == trace.ids[trace.prompt_len :][: result.exit_at + 1]
+    if budget == 0:  # the first delimiter of the thinking block is always the first of its round: asked, exits
+        assert result.exit_at == delimiters[0]

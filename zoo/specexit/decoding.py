@@ -18,8 +18,10 @@ With the exit disabled and greedy acceptance the output equals target greedy dec
 
 Exit policies: :class:`NoExit`, :class:`SignalExit` (SpecExit: EWMA-smoothed draft signals and thresholds),
 :class:`ProbeExit` (the probing baseline: an extra target pass on ``</think>Answer:`` at each delimiter and a
-linear probe on the hidden state, i.e. the overhead SpecExit avoids) and :class:`OracleExit` (exit at the
-earliest boundary whose last computed value is the true answer: the upper bound on savings).
+linear probe on the hidden state, i.e. the overhead SpecExit avoids), :class:`OracleExit` (exit at the
+earliest boundary whose last computed value is the true answer: the upper bound on savings) and two
+label-free references that use none of the method: :class:`FirstCheckStop` (stop at the first ``Check:``)
+and :class:`FixedBudgetExit` (exit at the first delimiter after a fixed number of tokens).
 """
 
 from __future__ import annotations
@@ -161,9 +163,14 @@ def verify_sampling(
 
 
 class NoExit:
-    """Never exits early (plain speculative decoding)."""
+    """Never exits early (plain speculative decoding).
+
+    Attributes:
+        stop_tokens: Token ids that end the generation like ``<eos>`` (none here; see :class:`FirstCheckStop`).
+    """
 
     name = "none"
+    stop_tokens: tuple[int, ...] = ()
 
     def reset(self, engine: SpeculativeDecoder, prompt: list[int]) -> None:
         pass
@@ -261,6 +268,41 @@ class OracleExit(NoExit):
     def decide(self, engine, new_tokens, delimiter) -> bool:
         text = self.tokenizer.decode(engine.emitted_through(delimiter))
         return last_computed_value(text.rpartition("<think>")[2]) == self.answer
+
+
+class FirstCheckStop(NoExit):
+    """Label-free reference: stop decoding at the first ``Check:`` token (the answer is read from the text before it).
+
+    It uses nothing of SpecExit (no signal, no probe, no label): only the trace format, in which the redundant
+    checks start right after the last computation step.
+
+    Args:
+        tokenizer: To find the ``Check:`` token id.
+    """
+
+    name = "first_check"
+
+    def __init__(self, tokenizer: TraceTokenizer) -> None:
+        self.stop_tokens = (tokenizer.ids["Check:"],)
+
+
+class FixedBudgetExit(NoExit):
+    """Label-free reference: exit at the first step delimiter at or after ``budget`` completion tokens.
+
+    Args:
+        budget: Completion tokens after which the next delimiter ends the thinking block.
+    """
+
+    name = "fixed_budget"
+
+    def __init__(self, budget: int) -> None:
+        self.budget, self.prompt_len = budget, 0
+
+    def reset(self, engine, prompt) -> None:
+        self.prompt_len = len(prompt)
+
+    def decide(self, engine, new_tokens, delimiter) -> bool:
+        return delimiter - self.prompt_len + 1 >= self.budget
 
 
 # ------------------------------------------------------------------------------------------------ decoders
@@ -415,6 +457,7 @@ class SpeculativeDecoder:
         self._sequence = list(prompt)
         policy.reset(self, prompt)
         prompt_len = len(prompt)
+        stop = {tok.eos_id, *policy.stop_tokens}
 
         out = target_forward(self.target, torch.tensor([prompt]), self.taps, self._target_cache)
         result.target_forwards += 1
@@ -425,7 +468,7 @@ class SpeculativeDecoder:
         if thinking:
             policy.observe(signals)
 
-        while pending != tok.eos_id and len(self._sequence) - prompt_len < self.max_new_tokens:
+        while pending not in stop and len(self._sequence) - prompt_len < self.max_new_tokens:
             committed = self._target_cache.get_seq_length()  # == position of `pending`
             drafted, draft_probs = self._propose(hidden, committed, generator)
             self._draft_cache.crop(committed)
@@ -439,7 +482,7 @@ class SpeculativeDecoder:
             result.accept_lengths.append(m)
             new_tokens = [pending, *drafted[:m]]
             self._sequence.extend(drafted[:m])
-            if tok.eos_id in drafted[:m]:
+            if stop.intersection(drafted[:m]):
                 break
 
             if thinking and tok.end_think_id in new_tokens:
@@ -462,8 +505,9 @@ class SpeculativeDecoder:
                 thinking = pending != tok.end_think_id
 
         tokens = self._sequence[prompt_len:]
-        if tok.eos_id in tokens:
-            tokens = tokens[: tokens.index(tok.eos_id) + 1]
+        end = next((i for i, t in enumerate(tokens) if t in stop), None)
+        if end is not None:
+            tokens = tokens[: end + 1]
         result.tokens = tokens[: self.max_new_tokens]
         result.wall_time_s = time.perf_counter() - started
         return result
