@@ -14,8 +14,11 @@ from zoo.aporia.protocol import (
     f1_hallucinated,
     knn_predict,
     logistic_regression,
+    majority_vote_predict,
+    nearest_mean_predict,
     self_consistency_predict,
     stratified_folds,
+    tune_pair,
 )
 
 
@@ -65,12 +68,37 @@ def test_test_labels_never_reach_the_classifiers():
 def test_evaluate_pair_runs_every_arm_and_aporia_separates_a_clear_pair():
     x, y = _pair(seed=2)
     config = ProtocolConfig(budgets=(10, 40), splits=5, draws=2)
-    f1 = evaluate_pair(x, y, config, pair_seed=0)
+    answers = ["lima" if label == 0 else "quito" for label in y]  # the majority answer is the genuine one
+    f1 = evaluate_pair(x, y, config, pair_seed=0, answers=answers)
     assert all(v.shape == (5, 2, 2) for v in f1.values())
     assert f1["aporia_lp"][..., 1].mean() > 0.9
     assert np.all((f1["self_consistency"] >= 0) & (f1["self_consistency"] <= 1))
+    np.testing.assert_array_equal(f1["reference_majority_vote"], 1.0)
     with pytest.raises(ValueError, match="unknown arms"):
         evaluate_pair(x, y, config, pair_seed=0, arms=("magic",))
+    with pytest.raises(ValueError, match="parsed answers"):
+        evaluate_pair(x, y, config, pair_seed=0, arms=("reference_majority_vote",))
+
+
+def test_tuning_never_sees_the_test_folds():
+    """tune_pair's row for fold s uses only fold s's training part: that fold's test points cannot move it."""
+    x, y = _pair(seed=3)
+    config = ProtocolConfig(splits=5)
+    grids = {"aporia_lp": (0.1, 10.0), "logreg": (0.1, 100.0), "knn": (1, 5), "self_consistency": (0.8, 0.95)}
+    grids["label_spreading"] = (2.0, 20.0)
+    before = tune_pair(x, y, config, 0, grids, budget=20, draws=2)
+    assert {arm: v.shape for arm, v in before.items()} == {arm: (5, 2) for arm in grids}
+    assert all(np.all((v >= 0) & (v <= 1)) for v in before.values())
+    assert before["aporia_lp"].max() > 0.8  # a clear pair: validation F1 is informative
+    # the folds follow the labels, so the test points are changed by their embeddings (labels cannot be changed
+    # without moving the folds); a row reads a point's label only where it reads its embedding
+    _, test = stratified_folds(y, 5, seed=0)[0]
+    changed = x.copy()
+    changed[test] = -changed[test]
+    after = tune_pair(changed, y, config, 0, grids, budget=20, draws=2)
+    for arm in grids:
+        np.testing.assert_array_equal(after[arm][0], before[arm][0], err_msg=arm)  # fold 0 never saw them
+    assert any(not np.array_equal(after[arm][1:], before[arm][1:]) for arm in grids)  # other folds train on them
 
 
 def test_small_baselines_by_hand():
@@ -82,6 +110,10 @@ def test_small_baselines_by_hand():
     # four near-identical answers and two outliers: the outliers are flagged, no labels needed
     x = np.array([[1.0, 0.0], [0.99, 0.01], [0.98, 0.02], [1.0, 0.01], [0.0, 1.0], [-1.0, 0.0]])
     np.testing.assert_array_equal(self_consistency_predict(x, 0.8), [0, 0, 0, 0, 1, 1])
+    # the label-free reference: the most common parsed answer is genuine, others and unparsed answers are not
+    np.testing.assert_array_equal(majority_vote_predict(["lima", "lima", None, "quito", "lima"]), [0, 0, 1, 1, 0])
+    np.testing.assert_array_equal(majority_vote_predict([None, None]), [1, 1])
+    np.testing.assert_array_equal(nearest_mean_predict(x_lab, y_lab, np.array([[0.8, 0.2], [0.2, 0.9]])), [0, 1])
 
 
 @pytest.mark.parametrize("n, d", [(40, 384), (60, 8)])

@@ -96,6 +96,13 @@ class SocratesMini:
         """The answer texts of pair ``index``."""
         return [self.responses[i] for i in np.flatnonzero(self.pair == index)]
 
+    def pair_answers(self, index: int) -> list[str | None]:
+        """The parsed answers of pair ``index``'s responses (None where no answer template matches)."""
+        from zoo.aporia.facts import country_facts, extract_answer
+
+        fact = next(f for f in country_facts() if f.key == self.pairs[index]["fact"])
+        return [extract_answer(fact, response) for response in self.pair_responses(index)]
+
     def save(self, folder: str | Path) -> Path:
         """Write ``arrays.npz`` and ``meta.json`` into ``folder``."""
         folder = Path(folder)

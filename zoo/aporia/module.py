@@ -38,6 +38,7 @@ import math
 from pathlib import Path
 
 import lightning.pytorch as pl
+import numpy as np
 import torch
 
 from zoo._errors import ZooError
@@ -171,6 +172,24 @@ class AporiaGeneratorModule(pl.LightningModule):
             self.lm, self.tokenizer, prompts, num_samples=n, temperature=temperature, top_p=top_p,
             max_new_tokens=max_new_tokens, seed=seed,
         )  # fmt: skip
+
+    def greedy_accuracy(self, facts: int = 600, seed: int = 0) -> float:
+        """Share of facts answered right by greedy decoding, over the first ``facts`` of a seeded fact order.
+
+        The order (and each fact's question template) is fixed by ``seed``, so a smaller ``facts`` scores a
+        prefix of the same facts.
+        """
+        import random
+
+        from zoo.aporia.facts import country_facts, is_genuine, prompt
+
+        rng = random.Random(seed)
+        order = list(country_facts())
+        rng.shuffle(order)
+        templates = [rng.randrange(5) for _ in order]
+        chosen = order[:facts]
+        answers = self.sample([prompt(f, t) for f, t in zip(chosen, templates)], 1, temperature=0.0)
+        return sum(is_genuine(f, a[0]) for f, a in zip(chosen, answers, strict=True)) / len(chosen)
 
 
 PAIRS_FILE = "pairs.json"
@@ -335,6 +354,26 @@ class AporiaDetector(pl.LightningModule):
         index = self.find_pair(embeddings, prompt, model)
         scores = self(embeddings, torch.full((len(texts),), index, dtype=torch.long))
         return [LABELS[int(s > 0)] for s in scores]
+
+    def heldout_f1(self, limit: int | None = None) -> float:
+        """Mean F1 (hallucinated positive) of the published fits on their pairs' held-out answers.
+
+        Args:
+            limit: Score only the first ``limit`` pairs.
+        """
+        from zoo.aporia.embed import embed
+        from zoo.aporia.protocol import f1_hallucinated
+
+        pairs = self.pairs[:limit] if limit else self.pairs
+        if not pairs:
+            raise ZooError("the detector holds no pairs; load it with zoo.load('aporia', pretrained=True)")
+        index = torch.tensor([i for i, p in enumerate(pairs) for _ in p["heldout"]])
+        with torch.no_grad():
+            predicted = (self(torch.from_numpy(embed([t for p in pairs for t in p["heldout"]])), index) > 0).numpy()
+        scores = [
+            f1_hallucinated(np.asarray(p["heldout_labels"]), predicted[index.numpy() == i]) for i, p in enumerate(pairs)
+        ]
+        return float(np.mean(scores))
 
     # ------------------------------------------------------------------------ pair metadata with the weights
 

@@ -8,16 +8,33 @@ labels are used only for scoring.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from zoo.aporia.lp import AporiaLP
 
-SUPERVISED_ARMS = ("aporia_lp", "aporia_lp_self_training", "centroid", "logreg", "knn", "label_spreading")
-UNSUPERVISED_ARMS = ("self_consistency",)
+SUPERVISED_ARMS = (
+    "aporia_lp",
+    "aporia_lp_self_training",
+    "centroid",
+    "logreg",
+    "knn",
+    "label_spreading",
+    "reference_nearest_mean",
+)
+UNSUPERVISED_ARMS = ("self_consistency", "reference_majority_vote")
 ARMS = SUPERVISED_ARMS + UNSUPERVISED_ARMS
+#: The ProtocolConfig field each tunable arm's grid sets (APORIA-LP's lambda also drives its ablations).
+TUNED_FIELD = {
+    "aporia_lp": "reg",
+    "logreg": "logreg_c",
+    "knn": "knn_k",
+    "label_spreading": "spreading_gamma",
+    "self_consistency": "consistency_threshold",
+}
 
 
 @dataclass
@@ -101,13 +118,37 @@ def self_consistency_predict(x: np.ndarray, threshold: float) -> np.ndarray:
     return (similarity[:, medoid] < threshold).astype(np.int64)
 
 
+def majority_vote_predict(answers: Sequence[str | None]) -> np.ndarray:
+    """Label-free reference: H iff a response's parsed answer differs from the pair's most common parsed answer.
+
+    Args:
+        answers: The parsed (folded) answer of every response of the pair, None where no template matched.
+    """
+    parsed = Counter(a for a in answers if a is not None)
+    consensus = parsed.most_common(1)[0][0] if parsed else None
+    return np.array([a is None or a != consensus for a in answers], dtype=np.int64)
+
+
+def nearest_mean_predict(x_labelled: np.ndarray, y_labelled: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """H iff the embedding is nearer (Euclidean) to the labelled hallucinated mean than to the genuine one."""
+    means = [np.asarray(x_labelled, dtype=np.float64)[y_labelled == c].mean(0) for c in (0, 1)]
+    distances = [np.linalg.norm(np.asarray(x, dtype=np.float64) - mean, axis=1) for mean in means]
+    return (distances[1] < distances[0]).astype(np.int64)
+
+
 def _unit(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
 def evaluate_pair(
-    x: np.ndarray, y: np.ndarray, config: ProtocolConfig, pair_seed: int, arms: Sequence[str] = ARMS
+    x: np.ndarray,
+    y: np.ndarray,
+    config: ProtocolConfig,
+    pair_seed: int,
+    arms: Sequence[str] = ARMS,
+    answers: Sequence[str | None] | None = None,
+    fold_configs: Sequence[ProtocolConfig] | None = None,
 ) -> dict[str, np.ndarray]:
     """F1 of every arm on one pair, as ``(splits, draws, budgets)`` arrays.
 
@@ -117,25 +158,34 @@ def evaluate_pair(
         config: Protocol settings.
         pair_seed: Seed of this pair's folds and draws (the same for every arm).
         arms: Arms to run (a subset of :data:`ARMS`).
+        answers: Parsed answers of the responses (:func:`zoo.aporia.facts.extract_answer`), needed by
+            ``reference_majority_vote``.
+        fold_configs: Per fold, the settings with the hyperparameters tuned for that fold (default: ``config``).
     """
     unknown = sorted(set(arms) - set(ARMS))
     if unknown:
         raise ValueError(f"unknown arms {unknown}; choose from {', '.join(ARMS)}")
+    if "reference_majority_vote" in arms and answers is None:
+        raise ValueError("reference_majority_vote needs the parsed answers of the pair (answers=...)")
+    majority = majority_vote_predict(answers) if "reference_majority_vote" in arms else None
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y).astype(np.int64)
     shape = (config.splits, config.draws, len(config.budgets))
     f1 = {arm: np.zeros(shape) for arm in arms}
     rng = np.random.default_rng(pair_seed)
     for s, (train, test) in enumerate(stratified_folds(y, config.splits, seed=pair_seed)):
+        fold_config = fold_configs[s] if fold_configs is not None else config
         if "self_consistency" in f1:
             f1["self_consistency"][s] = f1_hallucinated(
-                y[test], self_consistency_predict(x[test], config.consistency_threshold)
+                y[test], self_consistency_predict(x[test], fold_config.consistency_threshold)
             )
+        if majority is not None:
+            f1["reference_majority_vote"][s] = f1_hallucinated(y[test], majority[test])
         for r in range(config.draws):
             for b, chosen in enumerate(balanced_labels(y[train], config.budgets, rng)):
                 labelled = train[chosen]
                 pool = np.setdiff1d(train, labelled)
-                for arm, predicted in _supervised_predictions(x, y, labelled, pool, test, config, arms).items():
+                for arm, predicted in _supervised_predictions(x, y, labelled, pool, test, fold_config, arms).items():
                     f1[arm][s, r, b] = f1_hallucinated(y[test], predicted)
     return f1
 
@@ -166,7 +216,75 @@ def _supervised_predictions(
         out["knn"] = knn_predict(x_lab, y_lab, x_test, config.knn_k)
     if "label_spreading" in arms:
         out["label_spreading"] = _label_spreading(x, y, labelled, test, config.spreading_gamma)
+    if "reference_nearest_mean" in arms:
+        out["reference_nearest_mean"] = nearest_mean_predict(x_lab, y_lab, x_test)
     return out
+
+
+def tune_pair(
+    x: np.ndarray,
+    y: np.ndarray,
+    config: ProtocolConfig,
+    pair_seed: int,
+    grids: Mapping[str, Sequence[float]],
+    budget: int,
+    draws: int,
+) -> dict[str, np.ndarray]:
+    """Validation F1 of each grid value of each tunable arm, per fold of :func:`evaluate_pair`.
+
+    Fold ``s`` uses only its training part (same ``pair_seed``, so the same test part as in
+    :func:`evaluate_pair`): a stratified ``1/splits`` of it is the validation set and ``budget`` balanced
+    labels are drawn ``draws`` times from the rest (transductive arms see that training part only). A value
+    chosen from row ``s`` has therefore never seen fold ``s``'s test points.
+
+    Args:
+        x: ``(n, d)`` response embeddings of the pair.
+        y: ``(n,)`` labels, 1 = hallucinated.
+        config: Protocol settings (the untuned values of the other arms).
+        pair_seed: The pair's seed in :func:`evaluate_pair`.
+        grids: Values to try by arm (keys of :data:`TUNED_FIELD`).
+        budget: Labels per draw.
+        draws: Label draws per fold.
+
+    Returns:
+        By arm, ``(splits, len(grid))`` mean validation F1 over the draws.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y).astype(np.int64)
+    scores = {arm: np.zeros((config.splits, len(values))) for arm, values in grids.items()}
+    rng = np.random.default_rng([pair_seed, 1])
+    for s, (train, _) in enumerate(stratified_folds(y, config.splits, seed=pair_seed)):
+        x_train, y_train = x[train], y[train]
+        inner, validation = stratified_folds(y_train, config.splits, seed=pair_seed + 1)[0]
+        for _ in range(draws):
+            labelled = inner[balanced_labels(y_train[inner], [budget], rng)[0]]
+            pool = np.setdiff1d(inner, labelled)
+            for arm, values in grids.items():
+                for v, value in enumerate(values):
+                    if arm == "self_consistency":
+                        predicted = self_consistency_predict(x_train[validation], value)
+                    else:
+                        tuned = replace(config, **{TUNED_FIELD[arm]: value})
+                        predicted = _supervised_predictions(x_train, y_train, labelled, pool, validation, tuned, [arm])
+                        predicted = predicted[arm]
+                    scores[arm][s, v] += f1_hallucinated(y_train[validation], predicted) / draws
+    return scores
+
+
+def choose_per_fold(
+    config: ProtocolConfig, grids: Mapping[str, Sequence[float]], validation: Sequence[Mapping[str, np.ndarray]]
+) -> tuple[list[ProtocolConfig], dict]:
+    """Per fold, each arm's grid value of best validation F1 averaged over pairs (:func:`tune_pair`'s outputs).
+
+    Returns:
+        The per-fold settings for :func:`evaluate_pair` and a JSON record (choices and mean validation F1).
+    """
+    mean = {arm: np.mean([pair[arm] for pair in validation], axis=0) for arm in grids}  # (splits, grid)
+    chosen = {arm: [grids[arm][i] for i in np.argmax(f1, axis=1)] for arm, f1 in mean.items()}
+    folds = [
+        replace(config, **{TUNED_FIELD[a]: values[s] for a, values in chosen.items()}) for s in range(config.splits)
+    ]
+    return folds, {a: {"chosen_per_fold": chosen[a], "validation_f1": mean[a].round(4).tolist()} for a in grids}
 
 
 def _logreg(c: float) -> Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
