@@ -1,4 +1,4 @@
-"""The issue's acceptance checks on one calibration seed (slow: a full `zoo eval gemq` run is five of these)."""
+"""The spec's acceptance checks on one calibration seed (slow: the card's `zoo eval gemq` runs five of these)."""
 
 from __future__ import annotations
 
@@ -9,27 +9,40 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def result():
-    from zoo.gemq.evaluate import evaluate
+    from zoo._eval import run_eval
 
-    return evaluate("gemq.wiki_fp", seeds=[0])
+    return run_eval("gemq.wiki_fp", seeds=[0])
 
 
-@pytest.mark.parametrize("budget", ["2.5", "2", "1.5"])
-def test_global_ilp_beats_per_layer_beats_uniform(result, budget):
-    arms = result["arms"]
-    assert arms[f"gemq@{budget}"]["ppl"] <= arms[f"per_layer@{budget}"]["ppl"] <= arms[f"uniform@{budget}"]["ppl"]
-    assert arms[f"gemq@{budget}"]["ppl"] > arms["fp16"]["ppl"]
+def _claims(result) -> dict:
+    return {claim["id"]: claim for claim in result["claims"]}
+
+
+@pytest.mark.parametrize("slot", ["hi", "mid", "lo"])
+def test_global_ilp_beats_per_layer_beats_uniform_and_rtn(result, slot):
+    # Seed 0 is one of the two seeds of five where per_layer beats uniform at 2.0 bits (issue 32).
+    claims = _claims(result)
+    assert claims[f"ordering_{slot}"]["holds"]
+    assert claims[f"gemq_router_ft_{slot}_beats_reference_rtn_{slot}_ppl"]["holds"]
 
 
 def test_packed_experts_at_2p5_bits_are_under_a_fifth_of_fp16(result):
-    ratio = result["arms"]["gemq@2.5"]["expert_bytes"] / result["arms"]["fp16"]["expert_bytes"]
-    assert ratio == pytest.approx((2.5 + 32 / 128) / 16) and ratio <= 0.2
+    ratio = result["arms"]["gemq_router_ft_hi"]["expert_bytes"] / result["arms"]["fp16"]["expert_bytes"]
+    assert ratio == pytest.approx((2.5 + 32 / 128) / 16) and _claims(result)["packed_experts_hi"]["holds"]
+
+
+def test_seed_zero_of_the_method_is_the_published_checkpoint(result):
+    import zoo
+    from zoo.gemq.evaluate import score_pretrained
+
+    module = zoo.load("gemq.wiki_2p5bit", pretrained=True)
+    scored = score_pretrained(module, limit=result["settings"]["eval_sequences"])
+    assert result["per_seed"]["gemq_router_ft_hi"]["0"]["ppl"] == pytest.approx(scored["ppl"], rel=1e-6)
 
 
 @pytest.mark.xfail(
-    reason="measured: the paper's router fine-tuning (lr 1e-4, 1 epoch) recovers ~0-1% here", strict=False
+    reason="measured: the paper's router fine-tuning (lr 1e-4, 1 epoch) recovers ~0-16% here", strict=False
 )
-@pytest.mark.parametrize("budget", ["2.5", "2", "1.5"])
-def test_router_finetuning_recovers_a_fifth_of_the_gap(result, budget):
-    claim = result["settings"]["claims"][budget]
-    assert claim["router_ft_gap_recovered"] >= 0.2 and claim["router_ft_lowers_mismatch"]
+@pytest.mark.parametrize("slot", ["hi", "mid", "lo"])
+def test_router_finetuning_recovers_a_fifth_of_the_gap(result, slot):
+    assert _claims(result)[f"router_ft_recovers_gap_{slot}"]["holds"]

@@ -67,14 +67,53 @@ def test_bad_inputs_give_clear_errors():
 
 @pytest.mark.parametrize("name", PUBLISHED)
 def test_pretrained_reproduces_card_on_held_out_slice(name):
-    """Golden check: the first 128 held-out sequences give the perplexity `zoo eval` recorded for this checkpoint."""
-    from zoo.gemq.evaluate import SCORE_SLICE, score_pretrained
+    """Golden check: the checkpoint's perplexity on the card's held-out slice is its arm's seed-0 value on the card."""
+    from zoo.gemq.evaluate import score_pretrained
 
-    metrics = json.loads((zoo.get_entry(name).mirror_dir / "metrics.json").read_text())
-    expected = metrics["settings"]["published"][name][f"ppl_first{SCORE_SLICE}"]
+    entry = zoo.get_entry(name)
+    card = json.loads((entry.mirror_dir / "metrics.json").read_text())
     module = zoo.load(name, pretrained=True)
     assert module.tokenizer().encode("The expert").ids  # the shipped tokenizer loads
-    assert score_pretrained(module, limit=SCORE_SLICE)["ppl"] == pytest.approx(expected, rel=1e-4)
+    scored = score_pretrained(module, limit=card["settings"]["eval_sequences"])
+    assert scored["ppl"] == pytest.approx(card["per_seed"][entry.eval_arm]["0"]["ppl"], rel=1e-4)
+
+
+def _run(seed: int = 0, **overrides):
+    from zoo._eval import Run, paper_arms
+    from zoo.gemq.evaluate import PROTOCOL
+
+    return Run(paper_arms("gemq.wiki_fp"), PROTOCOL, seed, PROTOCOL.resolve({"eval_sequences": 8, **overrides}))
+
+
+def test_set_budgets_and_eval_sequences_change_what_is_measured():
+    from zoo.gemq.evaluate import measure
+
+    default = measure("reference_rtn_hi", _run())
+    more_bits = measure("reference_rtn_hi", _run(budgets=[3.0, 2.0, 1.5]))
+    assert more_bits["expert_bytes"] > default["expert_bytes"] and more_bits["ppl"] < default["ppl"]
+    assert measure("reference_rtn_hi", _run(eval_sequences=16))["ppl"] != default["ppl"]
+
+
+def test_calib_sequences_retrains_the_method_with_the_recipe_key():
+    run = _run(calib_sequences=8)
+    assert run.recipe_overrides() == ["--data.init_args.calib_size=8"]
+    assert not run.uses_published("gemq_router_ft_hi") and _run().uses_published("gemq_router_ft_hi")
+
+
+def test_unknown_setting_and_bad_values_give_one_line_errors():
+    from zoo.gemq.evaluate import PROTOCOL, measure
+
+    cases = {
+        "nope=1": "unknown setting 'nope'; valid keys: budgets, calib_sequences, eval_sequences",
+        "budgets=a,b,c": "expected a comma-separated list of float",
+        "calib_sequences=0": "must be at least 1",
+    }
+    for pair, message in cases.items():
+        with pytest.raises(zoo.ZooError, match=message) as error:
+            PROTOCOL.parse_overrides([pair])
+        assert "\n" not in str(error.value)
+    with pytest.raises(zoo.ZooError, match="give exactly three budgets"):
+        measure("fp16", _run(budgets=[2.5, 2.0]))
 
 
 def test_published_quantized_checkpoints_are_small_and_mixed_precision():

@@ -24,7 +24,6 @@ _COMMON = dict(
     module="zoo.gemq.module:GEMQModule",
     requires=("transformers", "tokenizers", "gensim"),
     extra="nlp",
-    evaluate="zoo.gemq.evaluate:evaluate",
 )
 _DATASETS = ("gensim-wikipedia-test-data",)
 _NOTES = (
@@ -35,18 +34,14 @@ _NOTES = (
     "are quantized (the paper also puts attention at 4 bits); routers, embeddings and head stay full precision. "
     "GPTQ group 128 with fp16 scale and zero; packed bit-planes, dequantized on the fly in torch (no Triton kernels). "
     "HiGHS (scipy.optimize.milp) replaces Gurobi. Weights are stored in fp16 and computed in fp32. "
-    "Card metrics are means over 5 calibration seeds on the first 256 held-out sequences (32,768 tokens); "
-    "ZOO_GEMQ_FULL=1 evaluates on the whole held-out split. "
-    "Measured (zoo eval gemq, seeds 0-4): gemq <= per_layer <= uniform in perplexity on 5/5 seeds at 2.5 and 1.5 bits, "
-    "but only 2/5 at 2.0 bits (gemq beats per_layer on 5/5 there; per_layer beats uniform on 2/5 only); router "
-    "fine-tuning with the paper's settings (AdamW lr 1e-4, one epoch over 64 x 128 tokens) recovers 16% / 2% / 1% "
-    "of the gemq-vs-fp16 gap at 2.5 / 2.0 / 1.5 bits (issue threshold 20%) and does not lower the routing mismatch; "
-    "mismatch at 1.5 bits is 7.5% for gemq and 16% for uniform (paper: > 40% on Mixtral-8x7B). "
+    "zoo eval gemq (see the card) compares GEMQ with per-layer and uniform allocation and a round-to-nearest "
+    "reference at 2.5 / 2.0 / 1.5 bits over 5 calibration seeds; the card's claims table says which of the paper's "
+    "claims hold here (router fine-tuning with the paper's settings does not: see issue 32). "
 )
 _QUANTIZED_NOTES = (
-    "This checkpoint is one GEMQ run (calibration seed 0) of recipes/gemq; its card metrics are the gemq_router_ft "
-    "means over seeds 0-4. num_params counts the float parameters only: the 3.15 M routed-expert weights are packed "
-    "low-bit buffers (codes + fp16 scale/zero per group of 128), dequantized on the fly. "
+    "This checkpoint is the calibration-seed-0 run of its recipe, the seed-0 value of its arm on the card (whose "
+    "metrics are means over the seeds). num_params counts the float parameters only: the 3.15 M routed-expert "
+    "weights are packed low-bit buffers (codes + fp16 scale/zero per group of 128), dequantized on the fly. "
 )
 
 register_model(
@@ -58,23 +53,13 @@ register_model(
     smoke=("--data.init_args.train_limit=16", "--data.init_args.val_sequences=4"),
     pretrained_cfg=PretrainedCfg(
         paper=PAPER,
-        hf_hub_id="icml26-zoo/gemq-wiki-fp",
-        revision="v1",
         sha256={
             "config.json": "9d6797fd110c0ba54753edf730dff9d75fd506c44091f8f96b326b4c87bae3dd",
             "model.safetensors": "6a07d062e4e7f45d8b1ec1869d012eaf4590567998cf9a05a21bba9735ced92a",
             "tokenizer.json": "eece4dd0f977e212f31cfd05c1b4d36b8595935912b0af88646f46997fdecce4",
         },
-        license="apache-2.0",
-        recipe="recipes/gemq/wiki_fp.yaml",
         task="text-generation",
         datasets=_DATASETS,
-        metrics={
-            "ppl": 182.06972850308196,
-            "accuracy": 0.13527312992125984,
-            "routing_mismatch": 0.0,
-            "expert_bytes": 6291456,
-        },
         headline="ppl",
         num_params=4461696,
         notes=_NOTES,
@@ -82,10 +67,12 @@ register_model(
     **_COMMON,
 )
 
-# The GEMQ-quantized checkpoints (recipes/gemq/wiki_<tag>.yaml). `widths` is the published allocation (bits of each
+# The GEMQ-quantized checkpoints (recipes/gemq/wiki_<tag>.yaml), the arms gemq_router_ft_hi/_mid/_lo of the default
+# budgets 2.5/2.0/1.5 (zoo.gemq.evaluate names arms by budget slot). `widths` is the published allocation (bits of each
 # expert, one layer per "|"), needed to rebuild the packed structure; the table is rewritten after each retraining.
 _QUANTIZED = {
     "wiki_2p5bit": {
+        "slot": "hi",
         "budget": 2.5,
         "widths": "3,2,3,3,3,3,3,3|3,1,3,1,1,1,2,3|2,2,3,3,3,3,3,2|3,3,3,3,1,3,3,2",
         "sha256": {
@@ -93,15 +80,10 @@ _QUANTIZED = {
             "model.safetensors": "efa435c6b6788ce222ef0978d20805221a6cb2ae98b682ad887cea37ca0a1645",
             "tokenizer.json": "eece4dd0f977e212f31cfd05c1b4d36b8595935912b0af88646f46997fdecce4",
         },
-        "metrics": {
-            "ppl": 182.17626562367482,
-            "accuracy": 0.13389517716535432,
-            "routing_mismatch": 0.0314910888671875,
-            "expert_bytes": 1081344,
-        },
         "num_params": 1315968,
     },
     "wiki_2bit": {
+        "slot": "mid",
         "budget": 2.0,
         "widths": "3,2,3,3,3,3,3,3|3,1,2,1,1,1,1,3|1,1,1,1,3,1,2,1|2,3,2,3,1,2,3,1",
         "sha256": {
@@ -109,27 +91,16 @@ _QUANTIZED = {
             "model.safetensors": "00f2773d5dccb06f2cb828714ead1b8950476bee3c1cce65532a286cd54c50f3",
             "tokenizer.json": "eece4dd0f977e212f31cfd05c1b4d36b8595935912b0af88646f46997fdecce4",
         },
-        "metrics": {
-            "ppl": 182.70591233943676,
-            "accuracy": 0.13385826771653545,
-            "routing_mismatch": 0.033154296875,
-            "expert_bytes": 884736,
-        },
         "num_params": 1315968,
     },
     "wiki_1p5bit": {
+        "slot": "lo",
         "budget": 1.5,
         "widths": "3,1,2,1,2,2,2,2|2,1,1,1,1,1,1,3|1,1,1,1,3,1,2,1|1,3,1,2,1,1,1,1",
         "sha256": {
             "config.json": "c7481ddcffa126abdeab1fa520ccf3279d5dde52ddf20ba9fee5d5f3c2344222",
             "model.safetensors": "76f0f2674c24b841b138f24eeb658f0e79c28e7b132cf5cda7b27f2891616870",
             "tokenizer.json": "eece4dd0f977e212f31cfd05c1b4d36b8595935912b0af88646f46997fdecce4",
-        },
-        "metrics": {
-            "ppl": 190.820655951184,
-            "accuracy": 0.13091781496062993,
-            "routing_mismatch": 0.0761749267578125,
-            "expert_bytes": 688128,
         },
         "num_params": 1315968,
     },
@@ -152,18 +123,13 @@ for _tag, _entry in _QUANTIZED.items():
         f"gemq.{_tag}",
         description=f"GEMQ at {_entry['budget']:g} bits per expert (global ILP, GPTQ, router tuning) of gemq.wiki_fp",
         model_args=_quantized_args(_entry["budget"], _entry["widths"]),
-        arm=f"gemq_router_ft@{_entry['budget']:g}",
+        arm=f"gemq_router_ft_{_entry['slot']}",
         smoke=("--data.init_args.calib_size=4", "--model.init_args.gemq.method=rtn"),
         pretrained_cfg=PretrainedCfg(
             paper=PAPER,
-            hf_hub_id=f"icml26-zoo/gemq-{_tag.replace('_', '-')}",
-            revision="v1",
             sha256=_entry["sha256"],
-            license="apache-2.0",
-            recipe=f"recipes/gemq/{_tag}.yaml",
             task="text-generation",
             datasets=_DATASETS,
-            metrics=_entry["metrics"],
             headline="ppl",
             num_params=_entry["num_params"],
             notes=_NOTES + _QUANTIZED_NOTES + _entry.get("notes", ""),
