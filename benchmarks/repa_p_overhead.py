@@ -16,7 +16,7 @@ import time
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from zoo.repa_p.evaluate import module_args
+from zoo._eval import paper_arms
 from zoo.repa_p.module import REPAPModule
 
 
@@ -34,7 +34,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=16)
     args = parser.parse_args()
     torch.manual_seed(0)
-    modules = {arm: REPAPModule(**module_args(arm)) for arm in ("pidm", "repa_p")}
+    entries = paper_arms("repa_p")
+    modules = {arm: REPAPModule(**entries[arm].model_args) for arm in ("pidm", "repa_p")}
     x0, condition = modules["pidm"].task.generate("train", args.batch, seed=0)
     t = torch.randint(0, 100, (args.batch,))
     report = {}
