@@ -170,13 +170,16 @@ class Protocol:
     def arms(self) -> tuple[str, ...]:
         return (self.method, *self.baselines, *self.ablations, *self.references)
 
+    def _check_key(self, key: str) -> None:
+        if key not in self.settings:
+            valid = ", ".join(self.settings) or "none"
+            raise ZooError(f"unknown setting {key!r}; valid keys: {valid} (see `zoo eval NAME --settings`)")
+
     def resolve(self, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The settings with ``overrides`` (already parsed values) applied; unknown keys raise."""
         resolved = {key: setting.default for key, setting in self.settings.items()}
         for key, value in (overrides or {}).items():
-            if key not in self.settings:
-                valid = ", ".join(self.settings) or "none"
-                raise ZooError(f"unknown setting {key!r}; valid keys: {valid} (see `zoo eval NAME --settings`)")
+            self._check_key(key)
             self.settings[key].check(key, value)
             resolved[key] = value
         return resolved
@@ -188,9 +191,7 @@ class Protocol:
             key, sep, text = pair.partition("=")
             if not sep:
                 raise ZooError(f"--set {pair}: expected KEY=VALUE")
-            if key not in self.settings:
-                valid = ", ".join(self.settings) or "none"
-                raise ZooError(f"unknown setting {key!r}; valid keys: {valid} (see `zoo eval NAME --settings`)")
+            self._check_key(key)
             parsed[key] = self.settings[key].parse(key, text)
         return parsed
 
@@ -371,7 +372,7 @@ def fit_recipe(recipe: str, seed: int, overrides: Sequence[str] = (), seed_args=
     sets the seed keys, silences the logger and progress bar, and writes into a temporary folder.
 
     Args:
-        recipe: Path of the recipe, relative to the repository root (or absolute).
+        recipe: The recipe: a path, or a packaged recipe's name such as ``recipes/fedgr/fedavg.yaml``.
         seed: The seed, given to every key of ``seed_args``.
         overrides: Further LightningCLI arguments (``--model.init_args.x=1``).
         seed_args: LightningCLI keys that receive the seed.
@@ -383,17 +384,15 @@ def fit_recipe(recipe: str, seed: int, overrides: Sequence[str] = (), seed_args=
     import logging
 
     from zoo._lightning_cli import ZooCLI
-    from zoo._registry import repo_root
+    from zoo._recipes import resolve_recipe
 
     key = (recipe, seed, tuple(overrides))
     if cache is not None and key in cache:
         return cache[key]
-    path = Path(recipe) if Path(recipe).is_absolute() else repo_root() / recipe
-    if not path.is_file():
-        raise ZooError(f"recipe {recipe} does not exist; is the zoo installed from a checkout?")
+    path = resolve_recipe(recipe)  # the checkout's recipes/ or the wheel's zoo/recipes; RecipeError if neither
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
     with tempfile.TemporaryDirectory(prefix="zoo-eval-") as folder:
-        args = ["-c", str(path), *(f"--{k}={seed}" for k in seed_args)]
+        args = ["-c", path, *(f"--{k}={seed}" for k in seed_args)]
         args += [
             "--trainer.logger=false",
             "--trainer.enable_progress_bar=false",

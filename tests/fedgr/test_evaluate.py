@@ -45,14 +45,14 @@ def test_clean_arm_trains_its_base_recipe_without_noise(noise):
 
 def test_training_settings_reach_the_recipe(tmp_path, monkeypatch):
     from zoo._lightning_cli import ZooCLI
-    from zoo._registry import repo_root
+    from zoo._recipes import resolve_recipe
 
     monkeypatch.setattr(sys, "argv", ["zoo"])  # LightningCLI warns when pytest's own arguments are there
 
     overrides = {"partition": "dirichlet", "noise": "pair", "noise_high": 0.5, "rounds": 3}
     run = Run(paper_arms("fedgr"), PROTOCOL, 1, PROTOCOL.resolve(overrides))
     assert not run.uses_published("fedgr")
-    recipe = str(repo_root() / zoo.get_entry("fedgr").pretrained_cfg.recipe)
+    recipe = resolve_recipe(zoo.get_entry("fedgr").pretrained_cfg.recipe)
     seeds = [f"--{key}={run.seed}" for key in PROTOCOL.seed_args]
     cli = ZooCLI(["-c", recipe, *seeds, f"--trainer.default_root_dir={tmp_path}", *run.recipe_overrides()], run=False)
     data = cli.datamodule.hparams
