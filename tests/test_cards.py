@@ -24,13 +24,12 @@ def test_card_round_trip(tiny_entry, evaluated):
     path = write_card(tiny_entry.name)
     card = ModelCard.load(path)
     data = card.data
-    assert data.license == "mit" and data.library_name == "zoo" and data.model_name == "tinytest.blobs"
-    assert "arxiv:0000.00000" in data.tags and data.datasets == ["blobs"]
-    results = {r.metric_type: r.metric_value for r in data.eval_results}
-    assert results == {k: v for k, v in evaluated["arms"]["tiny"].items() if k == "accuracy"}
-    assert data.eval_results[0].task_type == "tabular-classification"
+    assert data.license == "mit" and data.library_name == "icml26-zoo" and data.model_name == "tinytest.blobs"
+    assert data.pipeline_tag == "tabular-classification"
+    # "blobs" is no Hub data set: it is left out of the metadata (and so are model-index results, which need one)
+    assert "arxiv:0000.00000" in data.tags and data.datasets is None and data.eval_results is None
     text = card.text
-    assert 'zoo.load("tinytest.blobs", pretrained=True)' in text
+    assert 'zoo.load("tinytest.blobs", pretrained=True)' in text  # no usage.py: the load line
     assert "zoo fit -c tests/tiny/recipe.yaml" in text and "1.0 min" in text  # wall time from config.json
     assert "| **tiny** | method | 3 |" in text and "| reference_majority | reference | 3 |" in text
     # the claims round trip from JSON to the card, each with its verdict
@@ -94,3 +93,19 @@ def test_readme_table_is_generated_and_current():
 
     readme = Path(__file__).resolve().parents[1] / "README.md"
     assert update_readme(readme, check=True), "README.md's models table is stale: run `python tools/readme_table.py`"
+
+
+def test_an_entry_on_a_hub_data_set_gets_model_index_results(tiny_entry, evaluated, monkeypatch):
+    import dataclasses
+
+    from zoo import _cards, _registry
+
+    monkeypatch.setitem(_cards.HUB_DATASETS, "blobs", "test-org/blobs")
+    entry = _registry._ENTRIES[tiny_entry.name]
+    monkeypatch.setitem(_registry._ENTRIES, tiny_entry.name, dataclasses.replace(entry))
+    data = render_card(tiny_entry.name, evaluated).data
+    assert data.datasets == ["test-org/blobs"]
+    results = {r.metric_type: r.metric_value for r in data.eval_results}
+    assert results == {k: v for k, v in evaluated["arms"]["tiny"].items() if k == "accuracy"}
+    assert data.eval_results[0].task_type == "tabular-classification"
+    assert data.eval_results[0].dataset_type == "test-org/blobs"

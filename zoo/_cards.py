@@ -14,6 +14,52 @@ from typing import Any
 from zoo._registry import ModelEntry, get_entry
 
 FIGURE_FILE = "results.png"
+
+#: The card's ``library_name``: a custom library (the Hub lists it without a widget); every card's Usage section
+#: shows the code that loads and runs the weights with it.
+LIBRARY_NAME = "icml26-zoo"
+
+#: The Hub's pipeline tags (huggingface.js ``PIPELINE_DATA``) that the zoo's tasks use; anything else is "other".
+PIPELINE_TAGS = frozenset(
+    {
+        "image-classification",
+        "text-classification",
+        "text-generation",
+        "reinforcement-learning",
+        "image-to-image",
+        "tabular-classification",
+        "tabular-regression",
+        "feature-extraction",
+        "other",
+    }
+)
+#: Zoo tasks that are not pipeline tags, and the tag that fits them.
+TASK_PIPELINE_TAGS = {"linear-bandit": "reinforcement-learning"}
+
+#: Data sets of the zoo that exist on the Hub, by the zoo's name; the others (synthetic, procedural, Debian
+#: test data) are left out of the card's ``datasets`` metadata and named in its text only.
+HUB_DATASETS = {"fashion_mnist": "zalando-datasets/fashion_mnist"}
+
+
+def pipeline_tag(task: str) -> str:
+    """The Hub pipeline tag of a zoo task (``"other"`` when the Hub has none for it)."""
+    tag = TASK_PIPELINE_TAGS.get(task, task)
+    return tag if tag in PIPELINE_TAGS else "other"
+
+
+def usage_snippet(entry: ModelEntry) -> str | None:
+    """The Usage snippet of ``zoo/<paper>/usage.py`` for this entry, or None when the paper has none."""
+    import importlib
+
+    try:
+        usage = importlib.import_module(f"zoo.{entry.paper}.usage")
+    except ModuleNotFoundError as error:
+        if error.name not in (f"zoo.{entry.paper}", f"zoo.{entry.paper}.usage"):
+            raise
+        return None
+    return usage.snippet(entry.name)
+
+
 ZOO_BIBTEX = """@software{icml26_zoo,
   title = {icml26-zoo: ICML 2026 papers as tested PyTorch Lightning modules},
   author = {{icml26-zoo contributors}},
@@ -141,6 +187,20 @@ def _training_section(entry: ModelEntry, folder: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _inputs_section(cfg) -> str:
+    """What the weights take and return (``pretrained_cfg``): input format, size, scaling, normalisation, labels."""
+    pre = cfg.preprocess
+    if not pre:
+        return ""
+    rows = [
+        f"| {key} | {', '.join(map(str, value)) if isinstance(value, list) else value} |" for key, value in pre.items()
+    ]
+    return (
+        "\nWhat the weights take (`model.pretrained_cfg`, also in config.json; where the module has them, "
+        "`model.transform` and `model.predict` apply it):\n\n| field | value |\n|---|---|\n" + "\n".join(rows) + "\n"
+    )
+
+
 def render_card(name: str, metrics: dict[str, Any] | None = None):
     """Build the ModelCard of an entry.
 
@@ -158,27 +218,35 @@ def render_card(name: str, metrics: dict[str, Any] | None = None):
     folder = entry.mirror_dir
     metrics = metrics if metrics is not None else load_metrics(folder)
     arm = entry.eval_arm
-    dataset = cfg.datasets[0] if cfg.datasets else "synthetic"
+    hub_datasets = [HUB_DATASETS[d] for d in cfg.datasets if d in HUB_DATASETS]
+    task = pipeline_tag(cfg.task)
+    # model-index results need a Hub data set id: only entries evaluated on one get them (the table has all).
     eval_results = [
         EvalResult(
-            task_type=cfg.task,
-            dataset_type=dataset,
-            dataset_name=dataset,
+            task_type=task,
+            dataset_type=hub_datasets[0],
+            dataset_name=cfg.datasets[0],
+            dataset_split="test",
             metric_type=key,
             metric_value=value,
         )
         for key, value in metrics["arms"].get(arm, {}).items()
-        if key in _metric_keys(metrics["arms"])
+        if key in _metric_keys(metrics["arms"]) and hub_datasets
     ]
+    base = {}
+    if cfg.base_model:
+        base = {"base_model": get_entry(cfg.base_model).pretrained_cfg.hf_hub_id}
+        base["base_model_relation"] = cfg.base_model_relation
     data = ModelCardData(
         model_name=entry.name,
         license=cfg.license,
-        library_name="zoo",
-        tags=["zoo", "icml-2026", entry.paper, "pytorch-lightning"]
+        library_name=LIBRARY_NAME,
+        tags=["icml26-zoo", "icml-2026", entry.paper, "pytorch-lightning", "safetensors"]
         + ([f"arxiv:{cfg.paper.arxiv}"] if cfg.paper.arxiv else []),
-        datasets=list(cfg.datasets) or None,
-        pipeline_tag=None if cfg.task == "other" else cfg.task,
+        datasets=hub_datasets or None,
+        pipeline_tag=task,
         eval_results=eval_results or None,
+        **base,
     )
     paper = cfg.paper
     authors = ", ".join(paper.authors) if paper.authors else "see the paper"
@@ -190,6 +258,12 @@ def render_card(name: str, metrics: dict[str, Any] | None = None):
         if cfg.has_weights
         else f'model = zoo.load("{entry.name}")  # no learned weights: pretrained=True raises'
     )
+    snippet = usage_snippet(entry) or f"import zoo\n{load_line}"
+    inputs = _inputs_section(cfg)
+    fit_line = ""
+    if cfg.recipe:
+        recipe = cfg.recipe.removeprefix("recipes/").removesuffix(".yaml")
+        fit_line = f"zoo fit -c {recipe}   # retrain from the packaged recipe; prints where the weights went\n"
     settings = json.dumps(metrics.get("settings", {}), indent=2)
     body = f"""
 # {entry.name}
@@ -201,15 +275,20 @@ Implementation of **{paper.title}** ({authors}; {paper.venue}, [{paper.label}]({
 
 ## Usage
 
-```python
-import zoo
-{load_line}
-```
-
 ```bash
 pip install icml26-zoo{f"[{entry.extra}]" if entry.extra else ""}
-zoo eval {entry.name} --json out.json   # the paper's claim, method and baselines side by side
 ```
+
+```python
+{snippet.strip()}
+```
+{inputs}
+```bash
+zoo eval {entry.name} --json out.json   # the paper's claim, method and baselines side by side
+{fit_line}```
+
+`zoo.load(FOLDER)` loads what `zoo fit` exported, `zoo.load("hf-hub:ORG/REPO")` any Hub repo in this format;
+the module has `save_pretrained`, `push_to_hub` and `from_pretrained` where it mixes in the zoo's Hub helpers.
 
 ## Training
 

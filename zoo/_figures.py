@@ -52,6 +52,14 @@ def card_figure(result: Mapping[str, Any], path: str | Path, panels: int = 1, wi
             has_x = bool(ax.get_xlabel()) or any(t.get_text() for t in ax.get_xticklabels())
             if not (has_x and ax.get_ylabel()):
                 raise ZooError(f"figure of {result['name']}: panel {index} needs an x and a y label")
+            if ax.get_legend() is None:
+                handles, _ = ax.get_legend_handles_labels()
+                if not handles:
+                    raise ZooError(
+                        f"figure of {result['name']}: panel {index} needs a legend (label what it draws, "
+                        "or draw it with bar_panel, which adds one)"
+                    )
+                ax.legend(fontsize=7)
         fig.suptitle(f"zoo eval {result['name']}: seeds {result['seeds']}", fontsize=10)
         fig.tight_layout()
         fig.savefig(path, dpi=110)
@@ -96,6 +104,27 @@ def bar_panel(
     ax.set_xticks(range(len(names)), names, rotation=35, ha="right", fontsize=8)
     ax.set_xlabel("arm")
     ax.set_ylabel(ylabel or metric)
+    role_legend(ax, result, names, highlight)
+
+
+def role_legend(ax, result: Mapping[str, Any], arms: Sequence[str], highlight: str | None = None) -> None:
+    """A legend of the colours :func:`arm_colour` gave ``arms`` (and of the per-seed dots)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    settings = result["settings"]
+    highlighted = highlight or settings.get("method")
+    labels = {METHOD_COLOUR: f"{highlighted} (this card)" if highlight else "method"}
+    labels[REFERENCE_COLOUR] = "reference (no learning)"
+    labels[OTHER_COLOUR] = "baseline / ablation"
+    used = [
+        c
+        for c in (METHOD_COLOUR, REFERENCE_COLOUR, OTHER_COLOUR)
+        if any(arm_colour(result, a, highlight) == c for a in arms)
+    ]
+    handles = [Patch(color=c, label=labels[c]) for c in used]
+    handles.append(Line2D([], [], color="black", marker="o", linestyle="", markersize=3, label="one seed"))
+    ax.legend(handles=handles, fontsize=7)
 
 
 def default_plot(result: Mapping[str, Any], path: str | Path, metrics: Sequence[str] = ()) -> None:

@@ -114,6 +114,14 @@ class PretrainedCfg:
         headline: Key of ``metrics`` shown by ``zoo list``.
         num_params: Number of parameters of the module (shown by ``zoo list`` without building it).
         notes: Free text: deviations, caveats.
+        input_format: What the model takes, in plain words (``"uint8 grey images [N, 28, 28]"``).
+        input_size: Shape of one input, timm's ``(C, H, W)`` for images.
+        value_range: Range raw inputs are scaled to before ``mean``/``std`` (timm/HF ``rescale``).
+        mean: Per-channel mean subtracted after scaling (None: no normalisation outside the model).
+        std: Per-channel standard deviation divided by after scaling.
+        label_names: Class names by class id (HF ``id2label``).
+        base_model: Registry name of the entry these weights derive from (a quantized entry's float model).
+        base_model_relation: How they derive (``"quantized"``, ``"finetune"``, ``"adapter"``, ``"merge"``).
     """
 
     paper: PaperRef
@@ -128,10 +136,24 @@ class PretrainedCfg:
     headline: str | None = None
     num_params: int | None = None
     notes: str = ""
+    input_format: str | None = None
+    input_size: tuple[int, ...] | None = None
+    value_range: tuple[float, float] | None = None
+    mean: tuple[float, ...] | None = None
+    std: tuple[float, ...] | None = None
+    label_names: tuple[str, ...] | None = None
+    base_model: str | None = None
+    base_model_relation: str | None = None
 
     @property
     def has_weights(self) -> bool:
         return WEIGHTS_FILE in self.sha256
+
+    @property
+    def preprocess(self) -> dict[str, Any]:
+        """The inference fields as ``config.json["pretrained_cfg"]`` stores them (None values left out)."""
+        fields = ("input_format", "input_size", "value_range", "mean", "std", "label_names")
+        return {k: list(v) if isinstance(v, tuple) else v for k in fields if (v := getattr(self, k)) is not None}
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,12 @@ def save_pretrained(module: Any, folder: str | Path, **metadata: Any) -> Path:
         "init_args": module_init_args(module),
         "metadata": to_jsonable({**exported, **metadata}),
     }
+    # What inference needs travels with the weights (timm's pretrained_cfg, transformers' id2label).
+    pretrained_cfg = to_jsonable(getattr(module, "pretrained_cfg", None) or {})
+    if pretrained_cfg:
+        config["pretrained_cfg"] = pretrained_cfg
+        if pretrained_cfg.get("label_names"):
+            config["id2label"] = {str(i): label for i, label in enumerate(pretrained_cfg["label_names"])}
     (folder / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
     # Clone so tied parameters become separate tensors: safetensors refuses shared storage.
     state = {k: v.detach().to("cpu").clone().contiguous() for k, v in module.state_dict().items()}
@@ -135,9 +141,19 @@ def read_config(folder: str | Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def load_state(module: Any, state: Mapping[str, Any], strict: bool = True) -> None:
-    """``load_state_dict`` with one-line errors for missing, unexpected or mis-shaped keys."""
+def load_state(module: Any, state: Mapping[str, Any], strict: bool = True, skip: str | None = None) -> None:
+    """``load_state_dict`` with one-line errors for missing, unexpected or mis-shaped keys.
+
+    Args:
+        module: The module.
+        state: The weights.
+        strict: Missing or unexpected keys are errors.
+        skip: Prefix of a submodule (a replaced classifier head) left as initialised.
+    """
     own = module.state_dict()
+    if skip:
+        state = {k: v for k, v in state.items() if not k.startswith(skip + ".")}
+        own = {k: v for k, v in own.items() if not k.startswith(skip + ".")}
     mismatched = [k for k, v in state.items() if k in own and tuple(own[k].shape) != tuple(v.shape)]
     if mismatched:
         key = mismatched[0]
@@ -187,11 +203,39 @@ def load_folder(
             "ExportPretrained; export the module with one of them"
         )
     cls = module_class or _module_class(config["class_path"], folder)
-    module = instantiate(cls, {**config.get("init_args", {}), **overrides})
+    init_args = config.get("init_args", {})
+    head = _replaced_head(cls, init_args, overrides, str(folder))
+    module = instantiate(cls, {**init_args, **overrides})
+    if config.get("pretrained_cfg") and hasattr(type(module), "pretrained_cfg"):
+        cfg = dict(config["pretrained_cfg"])
+        if head:
+            cfg.pop("label_names", None)  # a new head: the published class names no longer apply
+        module.pretrained_cfg = cfg
     if hasattr(module, "import_files"):
         module.import_files(folder)
-    load_weights(module, folder, strict=strict, map_location=map_location)
+    load_weights(module, folder, strict=strict, map_location=map_location, skip=head)
     return module.to(map_location).eval()
+
+
+#: Init argument that sizes a classifier's head, as in timm (``num_classes``).
+HEAD_ARG = "num_classes"
+
+
+def _replaced_head(cls: type, init_args: Mapping[str, Any], overrides: Mapping[str, Any], what: str) -> str | None:
+    """The head submodule to leave freshly initialised when ``overrides`` change ``num_classes``, else None.
+
+    Raises:
+        ZooError: ``num_classes`` changes but the class names no head that can be replaced.
+    """
+    if HEAD_ARG not in overrides or overrides[HEAD_ARG] == init_args.get(HEAD_ARG):
+        return None
+    head = getattr(cls, "HEAD", None)
+    if not head:
+        raise ZooError(
+            f"{what} ({cls.__name__}) has no classification head to replace, so {HEAD_ARG}= cannot change; "
+            "fine-tuning with a new head works for the image classifiers (dwp, fedgr)"
+        )
+    return head
 
 
 def _module_class(class_path: str, folder: Path) -> type:
@@ -210,8 +254,12 @@ def _module_class(class_path: str, folder: Path) -> type:
     return cls
 
 
-def load_weights(module: Any, folder: str | Path, *, strict: bool = True, map_location: str = "cpu") -> None:
+def load_weights(
+    module: Any, folder: str | Path, *, strict: bool = True, map_location: str = "cpu", skip: str | None = None
+) -> None:
     """Load ``folder/model.safetensors`` into an already built module (``zoo test --weights DIR``).
+
+    ``skip`` names a submodule (a replaced head) whose weights are not loaded.
 
     Raises:
         ZooError: One line, if the file is missing, unreadable or does not fit the module.
@@ -226,7 +274,7 @@ def load_weights(module: Any, folder: str | Path, *, strict: bool = True, map_lo
         state = load_file(str(weights), device=str(map_location))
     except Exception as error:  # safetensors raises its own SafetensorError on a truncated or garbled file
         raise ZooError(f"{weights} is not a readable safetensors file ({error}); export it again") from None
-    load_state(module, state, strict=strict)
+    load_state(module, state, strict=strict, skip=skip)
 
 
 def check_device(map_location: Any) -> None:
@@ -285,6 +333,11 @@ def build_module(
     cls = entry.module_class()
     if not pretrained:
         return instantiate(cls, {**entry.model_args, **overrides}).to(map_location)
+    if HEAD_ARG in overrides and not getattr(cls, "HEAD", None):
+        raise ZooError(
+            f"{entry.name} has no classification head to replace, so {HEAD_ARG}= cannot change; fine-tuning "
+            "with a new head works for the image classifiers (dwp, fedgr)"
+        )
     from zoo._hub import fetch
 
     folder = fetch(entry.name, revision=revision)

@@ -56,19 +56,31 @@ PAPER = PaperRef(
 _MODEL_ARGS = {"backbone": "resnet_fmnist", "channels": (8, 16, 16, 32), "stem_width": 8, "norm_groups": 4}
 _SMOKE = ("--data.init_args.train_limit=256", "--data.init_args.val_size=256")
 _NUM_PARAMS = 27266
+_LABELS = (
+    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
+)  # fmt: skip
+# What the weights take (config.json["pretrained_cfg"]; DWPModule.transform/predict apply it).
+_INPUT = {
+    "input_format": "Fashion-MNIST-like grey images: uint8 pixels 0-255 or floats in [0, 1]",
+    "input_size": (1, 28, 28),
+    "value_range": (0.0, 1.0),
+    "mean": (0.2860,),  # of the Fashion-MNIST training pixels in [0, 1] (zoo/dwp/data.py)
+    "std": (0.3530,),
+    "label_names": _LABELS,
+}
 
 # sha256 pins from `zoo pin NAME`; the metrics are in hub_cards/<name>/metrics.json (`zoo eval dwp --card`).
 _PINS: dict[str, dict[str, str]] = {
     "fashion_mnist": {
-        "config.json": "767ca23445ec660c2d3dc56f3ee6e306eae7100add229fab2209c9eb2ae4df11",
+        "config.json": "50312c725fe25f495b64a4dee9d0b8a5bfb56fdb3d0cc768737ea2cb26f4b23e",
         "model.safetensors": "36e323302360fd630451dcc4621efd83c5480b3c0668eb21c15ec474f939f367",
     },
     "standard": {
-        "config.json": "6c7c48dabe4c33840c10a2f537a1fc6c575076d9cbdd8bc572034ab79ac816fd",
+        "config.json": "e79c13fd4415bc75c6eec6d18dd256d44a24f783a9c7e71ef3c505cbf7ffc858",
         "model.safetensors": "c9799f20be4e4271d159562f2d0aa1ed5cadf3ebda4662c02a39572dc11b618e",
     },
     "noise_injection": {
-        "config.json": "68b6aa8ac1b83039d63114a126467469a380d44e5e7e0d735739800282c678ad",
+        "config.json": "d7a2a0469b8efd2c532122681218141cd39159eeff3373172fbcb52074315ffb",
         "model.safetensors": "5684282e45b3aa7201abd4e3d906cfa23165d4cff7045843ea6bef78abb4c025",
     },
 }
@@ -95,6 +107,7 @@ def _cfg(arm: str, notes: str) -> PretrainedCfg:
         headline="acc_sigma_0.3",
         num_params=_NUM_PARAMS,
         notes=f"{notes} {_COMMON_NOTES}",
+        **_INPUT,
     )
 
 

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 
 import lightning.pytorch as pl
 import torch
 import torch.nn.functional as F
 
+from zoo._inference import ImageClassifierMixin
+from zoo.common.datasets import FASHION_MNIST_CLASSES
 from zoo.dwp.backbones import build_backbone
+from zoo.dwp.data import MEAN, STD
 from zoo.dwp.dwp import (
     MODES,
     curriculum_sigma,
@@ -25,8 +29,12 @@ from zoo.quant.cim import CIMConfig, cim_layers, convert_to_cim
 from zoo.quant.cim.noise import mismatch_noise
 
 
-class DWPModule(pl.LightningModule):
+class DWPModule(ImageClassifierMixin, pl.LightningModule):
     """A classifier trained to survive compute-in-memory weight perturbations.
+
+    ``forward`` takes normalised images (the datamodule's); ``model.predict(raw)`` and ``model.transform(raw)``
+    take raw Fashion-MNIST pixels (uint8, or floats in [0, 1]) and apply the ``pretrained_cfg`` normalisation
+    (mean 0.2860, std 0.3530); ``model.label_names`` names the classes.
 
     ``mode="standard"`` trains on clean weights; ``"noise_injection"`` on one fresh mismatch draw per step
     (K = 1, all sample weights 1); ``"dwp"`` on K draws per step with the DWP sample weights. The
@@ -55,6 +63,16 @@ class DWPModule(pl.LightningModule):
         cim: When set, the backbone's Linear/Conv2d become CIM layers with this config (same state_dict),
             ready for ``zoo.quant.cim.program`` / ``drift``; the config is stored in config.json.
     """
+
+    HEAD = "net.fc"  # timm's classifier: zoo.load(name, pretrained=True, num_classes=K) replaces it
+    DEFAULT_PRETRAINED_CFG = {
+        "input_format": "Fashion-MNIST-like grey images: uint8 pixels 0-255 or floats in [0, 1]",
+        "input_size": (1, 28, 28),
+        "value_range": (0.0, 1.0),
+        "mean": (MEAN,),
+        "std": (STD,),
+        "label_names": FASHION_MNIST_CLASSES,
+    }
 
     def __init__(
         self,
@@ -95,6 +113,14 @@ class DWPModule(pl.LightningModule):
         self.example_input_array = torch.zeros(2, in_chans, 28, 28)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits of normalised images (see :meth:`transform`); raw pixels score far lower, so warn once."""
+        if not self.training and not getattr(self, "_warned_raw", False) and x.numel() and x.min() >= 0 < x.max():
+            self._warned_raw = True
+            warnings.warn(
+                "DWPModule.forward got non-negative images, which look unnormalised (normalised Fashion-MNIST has "
+                "negative background); use model.predict(raw_images) or model(model.transform(raw_images))",
+                stacklevel=2,
+            )
         return self.net(x)
 
     # ------------------------------------------------------------------------------------------- training

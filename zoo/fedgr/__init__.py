@@ -41,19 +41,19 @@ _SMOKE = (
 # fmt: off
 _PINS: dict[str, dict[str, str]] = {
     "fedgr.fashion_mnist": {
-        "config.json": "6d1e14df42eb1ef7fc594c2f01eb6a49668108b4864b5b44f7017ebd3ab4eecd",
+        "config.json": "95c569d555bffe45e777c6c73299f8c9acf86e74b17b13ed6f890e2f09562800",
         "model.safetensors": "44be62db25e6c22a5a33f17220feabe5d3a8769ee02d1d7f482ba17c32f0e5c6",
     },
     "fedgr.fedavg": {
-        "config.json": "bd4486d01c099dcd3d44fdb861ce4b692cdb687c6b23671f8f11ba418be01ac1",
+        "config.json": "8504901f0780a74805a8965483d1d22a51e58c5f6567febdd80227b448915298",
         "model.safetensors": "538f8179925444c4088d8a7799e6d26c247d00acecc12d714300018bfa9e1a52",
     },
     "fedgr.fedprox": {
-        "config.json": "22f0920de1c2c26fe45429bb0edaa3bc5eff0c4b026908c354e065f46b3d4606",
+        "config.json": "7b5109de528185c9b66cf687f925d83635fde784c1a84a24f55ad0c8298161eb",
         "model.safetensors": "5ffa9804dd2c02e636398545e2c3b4caeba31c1cd94330985f37ff6dfecf2e17",
     },
     "fedgr.coteaching": {
-        "config.json": "17c48fb058c95262ca76bb1779e55c121cb3a3b132c52ad5954159bcd32b230c",
+        "config.json": "40b5ba2ce5abe3792b92c6bff1f208c1fa9762da32e82353bc52c3084dd8f249",
         "model.safetensors": "abb39908b7c8531a737d15df4b8dfbd0e577bf1e8a6cfbdf519484412895af67",
     },
 }
@@ -105,6 +105,26 @@ _ENTRIES = {
     ),
 }
 
+# What the weights take (config.json["pretrained_cfg"]; FedGRModule.transform/predict apply it).
+_INPUT = {
+    "input_format": "Fashion-MNIST-like grey images: uint8 pixels 0-255 or floats in [0, 1] (the network "
+    "normalises with mean 0.2860, std 0.3530 inside forward)",
+    "input_size": (1, 28, 28),
+    "value_range": (0.0, 1.0),
+    "label_names": (
+        "T-shirt/top",
+        "Trouser",
+        "Pullover",
+        "Dress",
+        "Coat",
+        "Sandal",
+        "Shirt",
+        "Sneaker",
+        "Bag",
+        "Ankle boot",
+    ),  # fmt: skip
+}
+
 for _tag, _entry in _ENTRIES.items():
     _name = f"fedgr.{_tag}"
     register_model(
@@ -124,5 +144,6 @@ for _tag, _entry in _ENTRIES.items():
             headline="accuracy",
             num_params=206922,
             notes=_entry["notes"],
+            **_INPUT,
         ),
     )

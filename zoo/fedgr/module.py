@@ -55,6 +55,8 @@ import numpy as np
 import torch
 
 from zoo._errors import ZooError
+from zoo._inference import ImageClassifierMixin
+from zoo.common.datasets import FASHION_MNIST_CLASSES
 from zoo.fedgr.augment import AugmentConfig
 from zoo.fedgr.config import BaselineConfig, FedGRConfig, LocalConfig, RunConfig
 from zoo.fedgr.data import RoundInput
@@ -68,8 +70,11 @@ from zoo.fedgr.sieve import detection_f1
 warnings.filterwarnings("ignore", message=r".*configure_optimizers` returned `None`.*")
 
 
-class FedGRModule(pl.LightningModule):
+class FedGRModule(ImageClassifierMixin, pl.LightningModule):
     """Federated training under label noise; ``training_step`` is one communication round.
+
+    Inference: ``model.predict(raw)`` takes Fashion-MNIST pixels (uint8, or floats in [0, 1]; the network
+    normalises them itself) and returns class ids, named by ``model.label_names``.
 
     Args:
         method: ``"fedgr"`` or a baseline: ``"fedavg"``, ``"fedprox"``, ``"coteaching"``.
@@ -83,6 +88,15 @@ class FedGRModule(pl.LightningModule):
         fedgr: FedGR's schedule and modules (ignored by the baselines).
         baselines: FedProx's μ and co-teaching's ramp.
     """
+
+    HEAD = "model.head"  # zoo.load(name, pretrained=True, num_classes=K) replaces it
+    DEFAULT_PRETRAINED_CFG = {
+        "input_format": "Fashion-MNIST-like grey images: uint8 pixels 0-255 or floats in [0, 1] (the network "
+        "normalises with mean 0.2860, std 0.3530 inside forward)",
+        "input_size": (1, 28, 28),
+        "value_range": (0.0, 1.0),
+        "label_names": FASHION_MNIST_CLASSES,
+    }
 
     def __init__(
         self,
@@ -131,12 +145,6 @@ class FedGRModule(pl.LightningModule):
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """Class logits of the global model for ``[B, 1, 28, 28]`` images in [0, 1] (or uint8 ``[B, 28, 28]``)."""
         return self.model(images)
-
-    @torch.no_grad()
-    def predict(self, images: torch.Tensor, batch_size: int = 2000) -> torch.Tensor:
-        """Predicted classes, in batches."""
-        self.eval()
-        return torch.cat([self(chunk.to(self.device)).argmax(1).cpu() for chunk in images.split(batch_size)])
 
     # ------------------------------------------------------------------------------------------ training
 

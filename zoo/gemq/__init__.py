@@ -26,6 +26,11 @@ _COMMON = dict(
     extra="nlp",
 )
 _DATASETS = ("gensim-wikipedia-test-data",)
+_INPUT_FORMAT = (
+    "English text: token ids of the checkpoint's byte-level BPE (tokenizer.json, "
+    "model.tokenizer()); forward(ids [B, T]) gives next-token logits [B, T, vocab]; "
+    "model.perplexity(text) scores a text"
+)
 _NOTES = (
     "Reproduction at small scale: a 4.46 M-parameter Mixtral-architecture LM (4 layers, hidden 128, 8 experts, top-2) "
     "trained by us on the 90% train articles of gensim's Wikipedia test data (byte-level BPE, vocab 4096); quality is "
@@ -54,7 +59,7 @@ register_model(
     pretrained_cfg=PretrainedCfg(
         paper=PAPER,
         sha256={
-            "config.json": "9d6797fd110c0ba54753edf730dff9d75fd506c44091f8f96b326b4c87bae3dd",
+            "config.json": "7e1d044e2c123ce8327243202ce845a5e49aa0295a34b680619ef33e731a7b8b",
             "model.safetensors": "6a07d062e4e7f45d8b1ec1869d012eaf4590567998cf9a05a21bba9735ced92a",
             "tokenizer.json": "eece4dd0f977e212f31cfd05c1b4d36b8595935912b0af88646f46997fdecce4",
         },
@@ -63,6 +68,7 @@ register_model(
         headline="ppl",
         num_params=4461696,
         notes=_NOTES,
+        input_format=_INPUT_FORMAT,
     ),
     **_COMMON,
 )
@@ -76,7 +82,7 @@ _QUANTIZED = {
         "budget": 2.5,
         "widths": "3,2,3,3,3,3,3,3|3,1,3,1,1,1,2,3|2,2,3,3,3,3,3,2|3,3,3,3,1,3,3,2",
         "sha256": {
-            "config.json": "ea356b120ffe85ece359db58d75e9a17d58c7ce675ae80c474fe110195698eab",
+            "config.json": "2b190833d9f5da8550a4dc9a50d8f5ae65002a66edd482be40cf8ffccbade901",
             "model.safetensors": "efa435c6b6788ce222ef0978d20805221a6cb2ae98b682ad887cea37ca0a1645",
             "tokenizer.json": "eece4dd0f977e212f31cfd05c1b4d36b8595935912b0af88646f46997fdecce4",
         },
@@ -87,7 +93,7 @@ _QUANTIZED = {
         "budget": 2.0,
         "widths": "3,2,3,3,3,3,3,3|3,1,2,1,1,1,1,3|1,1,1,1,3,1,2,1|2,3,2,3,1,2,3,1",
         "sha256": {
-            "config.json": "568e6b7320a7327aaeb169222ece5da4471742c3ff016347da1af411619fca47",
+            "config.json": "3eaf004378dde263e5243916147dfe199b68db4606ad5d84f801f1931054e1b0",
             "model.safetensors": "00f2773d5dccb06f2cb828714ead1b8950476bee3c1cce65532a286cd54c50f3",
             "tokenizer.json": "eece4dd0f977e212f31cfd05c1b4d36b8595935912b0af88646f46997fdecce4",
         },
@@ -98,7 +104,7 @@ _QUANTIZED = {
         "budget": 1.5,
         "widths": "3,1,2,1,2,2,2,2|2,1,1,1,1,1,1,3|1,1,1,1,3,1,2,1|1,3,1,2,1,1,1,1",
         "sha256": {
-            "config.json": "c7481ddcffa126abdeab1fa520ccf3279d5dde52ddf20ba9fee5d5f3c2344222",
+            "config.json": "b97e2d2bb66165aa6cc355df91187455134f864409a601e57247ff0994b30a26",
             "model.safetensors": "76f0f2674c24b841b138f24eeb658f0e79c28e7b132cf5cda7b27f2891616870",
             "tokenizer.json": "eece4dd0f977e212f31cfd05c1b4d36b8595935912b0af88646f46997fdecce4",
         },
@@ -133,6 +139,9 @@ for _tag, _entry in _QUANTIZED.items():
             headline="ppl",
             num_params=_entry["num_params"],
             notes=_NOTES + _QUANTIZED_NOTES + _entry.get("notes", ""),
+            input_format=_INPUT_FORMAT,
+            base_model="gemq.wiki_fp",  # the card's base_model: the float checkpoint these weights quantize
+            base_model_relation="quantized",
         ),
         **_COMMON,
     )

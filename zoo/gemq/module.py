@@ -48,6 +48,7 @@ import lightning.pytorch as pl
 import torch
 
 from zoo._errors import ZooError
+from zoo._inference import PretrainedMixin
 from zoo.gemq.model import MoEArch, build_moe_lm, round_to_fp16
 from zoo.quant.moe.api import convert_for_loading
 from zoo.quant.moe.config import MoEQuantConfig
@@ -59,7 +60,7 @@ from zoo.quant.moe.routing import router_parameters
 TOKENIZER_FILE = "tokenizer.json"
 
 
-class GEMQModule(pl.LightningModule):
+class GEMQModule(PretrainedMixin, pl.LightningModule):
     """A Mixtral-style MoE causal LM, pretrained in full precision or GEMQ-quantized.
 
     Args:
@@ -72,6 +73,12 @@ class GEMQModule(pl.LightningModule):
         source: Registry name of the float checkpoint that GEMQ quantizes.
         quantization: Packed structure of a quantized model (written by GEMQ; rebuilds it on load).
     """
+
+    DEFAULT_PRETRAINED_CFG = {
+        "input_format": "English text: token ids of the checkpoint's byte-level BPE (tokenizer.json, "
+        "model.tokenizer()); "
+        "forward(ids [B, T]) gives next-token logits [B, T, vocab]; model.perplexity(text) scores a text",
+    }
 
     def __init__(
         self,
@@ -210,6 +217,23 @@ class GEMQModule(pl.LightningModule):
         path = Path(folder) / TOKENIZER_FILE
         if path.is_file():
             self.tokenizer_json = path.read_text()
+
+    @torch.no_grad()
+    def perplexity(self, text: str, seq_len: int = 128) -> float:
+        """Perplexity of ``text`` as the card measures it: non-overlapping ``seq_len``-token windows.
+
+        Args:
+            text: The text (at least ``seq_len`` tokens).
+            seq_len: Window length (the card's evaluation uses 128).
+        """
+        from zoo.quant.moe.routing import lm_metrics
+
+        ids = torch.tensor(self.tokenizer().encode(text).ids)
+        windows = ids.numel() // seq_len
+        if windows == 0:
+            raise ZooError(f"the text has {ids.numel()} tokens; perplexity needs at least seq_len={seq_len}")
+        metrics, _ = lm_metrics(self.model, ids[: windows * seq_len].view(windows, seq_len))
+        return metrics["ppl"]
 
     def tokenizer(self):
         """The BPE this checkpoint was trained with (a ``tokenizers.Tokenizer``)."""

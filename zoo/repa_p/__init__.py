@@ -26,12 +26,12 @@ PAPER = PaperRef(
 
 _SHA256 = {
     "repa_p.poisson_32": {
-        "config.json": "979059201613293bcadb7b2eba8ebd576a0019f33d1557666b5ef736fc72e997",
+        "config.json": "f01ad26f439d8001fec25ef7a4d9d9786c3cc663ffd6dc0cb6516d0917a7d295",
         "heads.safetensors": "f6a5aeb8ff7ac1d59966f7cc88c4c39ce84c8582abaf12b82af531a8c4c1bd42",
         "model.safetensors": "d2f0c390e34f084b0d32189e4f9ff66aec4795f510eeecf10cc875684639fe7d",
     },
     "repa_p.pidm_poisson_32": {
-        "config.json": "e84802d55a4410be9339512987e1a2c64804699d36ad4e24a6a25243fddc4c04",
+        "config.json": "5541af4ff10d62156a13b165db5e882846a5a8ca4e04ef97f4a094e9356e3651",
         "model.safetensors": "e7302bf4e4bbe85dd68c7472d0c12b17a41e329c71a42592b610c0711ab874dc",
     },
 }
@@ -78,6 +78,13 @@ _NOTES = (
     "were measured after 20k steps at 64x64 (the GPU recipe recipes/repa_p/poisson_64_gpu.yaml, not run here)."
 )
 
+# What the weights take (config.json["pretrained_cfg"]; REPAPModule.predict samples a field for a condition).
+_INPUT = {
+    "input_format": "poisson condition [B, 1, 32, 32] in physical units (task.generate gives test pairs); "
+    "model.predict(condition) samples the field in physical units",
+    "input_size": (1, 32, 32),
+}
+
 register_model(
     "repa_p.poisson_32",
     module="zoo.repa_p.module:REPAPModule",
@@ -92,6 +99,7 @@ register_model(
         datasets=("poisson_point_charges_32",),
         headline="residual_id",
         num_params=_NUM_PARAMS,
+        **_INPUT,
         notes=_NOTES + " heads.safetensors holds the trained bottleneck head for resumed training.",
     ),
 )
@@ -109,6 +117,7 @@ register_model(
         datasets=("poisson_point_charges_32",),
         headline="residual_id",
         num_params=_NUM_PARAMS,
+        **_INPUT,
         notes="PIDM baseline (Bastek, Sun & Kochmann, ICLR 2025) of REPA-P, trained identically without heads. "
         + _NOTES,
     ),

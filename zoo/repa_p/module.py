@@ -43,6 +43,7 @@ import lightning.pytorch as pl
 import torch
 from torch import nn
 
+from zoo._inference import PretrainedMixin
 from zoo.repa_p.diffusion import SCHEDULE_KEYS, ddpm_sample, q_sample, residual_nll, schedule, snr_weighted_mse
 from zoo.repa_p.heads import FeatureTaps, ProjectionHead
 from zoo.repa_p.tasks import get_task
@@ -51,7 +52,7 @@ from zoo.repa_p.unet import UNet2D
 HEADS_FILE = "heads.safetensors"
 
 
-class REPAPModule(pl.LightningModule):
+class REPAPModule(PretrainedMixin, pl.LightningModule):
     """Physics-informed conditional diffusion (PIDM) with REPA-P projection heads.
 
     Args:
@@ -76,6 +77,15 @@ class REPAPModule(pl.LightningModule):
         sample_steps: DDPM network evaluations per sample at test and predict time (``T`` = full chain).
         val_sample_steps: The same for the validation residual curve; 0 logs only one-step metrics.
     """
+
+    @property
+    def DEFAULT_PRETRAINED_CFG(self) -> dict:  # noqa: N802 - the PretrainedMixin hook, sized by the grid
+        size = self.hparams.size
+        return {
+            "input_format": f"{self.task.name} condition [B, {self.task.cond_channels}, {size}, {size}] in physical "
+            "units (task.generate gives test pairs); model.predict(condition) samples the field in physical units",
+            "input_size": (self.task.cond_channels, size, size),
+        }
 
     def __init__(
         self,
@@ -176,6 +186,18 @@ class REPAPModule(pl.LightningModule):
             generator=generator,
             device=condition.device,
         )
+
+    def predict(self, condition: torch.Tensor, steps: int | None = None, seed: int | None = 0) -> torch.Tensor:
+        """Fields for conditions, in physical units (:meth:`sample` times the task's ``field_scale``).
+
+        Args:
+            condition: ``(B, C_cond, n, n)`` or one ``(C_cond, n, n)`` condition, physical units.
+            steps: Network evaluations (default: ``sample_steps``).
+            seed: Seed of the sampling noise (None: torch's global generator).
+        """
+        condition = condition if condition.dim() == 4 else condition.unsqueeze(0)
+        generator = None if seed is None else torch.Generator(device=self.device).manual_seed(seed)
+        return self.eval().sample(condition.to(self.device), steps, generator) * self.task.field_scale
 
     def field_metrics(self, x0_hat: torch.Tensor, x0: torch.Tensor, condition: torch.Tensor) -> dict[str, torch.Tensor]:
         """Mean ``|R|`` on the interior (physical units), mean ``|R|`` on the boundary, and MSE to the solver."""

@@ -30,7 +30,7 @@ register_model(
     pretrained_cfg=PretrainedCfg(
         paper=PAPER,
         sha256={
-            "config.json": "eb44233fdbba6e7ad2096195480c9c57c11a83d8ad861fc22854ecbc7cac9057",
+            "config.json": "3057e090eddca4f9072b4a6843329e2ddb5d29b9d5cbe95482bffffb31378da9",
             "model.safetensors": "dcd58b84081624382adb156f2c1c5ef48c4e8b4421b2f312c5d4ba2cc286d2eb",
             "tokenizer.json": "1e8c9c204fcbd307ec8e6fe686965040b51ca3b97847fcad250f57d3cd1daec6",
         },
@@ -38,6 +38,11 @@ register_model(
         datasets=("synthetic-arithmetic-traces",),
         headline="token_reduction_vs_spec",
         num_params=1104001,
+        input_format=(
+            "an arithmetic expression such as '23+45-12' (or a Problem), tokenized by the "
+            "checkpoint's tokenizer.json; model.predict(expression) returns the integer answer, "
+            "model.generate(...) the whole trace"
+        ),
         notes=(
             "Two recipes: recipes/specexit/arith_target.yaml (target LM, 233 s on 2 shared cores) then "
             "recipes/specexit/arith.yaml (draft + signal rows + probe on the frozen target; 382 s under contention). "

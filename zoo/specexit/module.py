@@ -62,6 +62,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from zoo._errors import ZooError
+from zoo._inference import PretrainedMixin
 from zoo.specexit.decoding import (
     ExitConfig,
     GenerationResult,
@@ -81,7 +82,7 @@ from zoo.specexit.models import (
     target_forward,
 )
 from zoo.specexit.tokenizer import TraceTokenizer
-from zoo.specexit.traces import Problem
+from zoo.specexit.traces import Problem, parse_answer
 
 MODES = ("target", "spec", "specexit", "probe_exit", "oracle_exit")
 STAGES = ("target", "draft")
@@ -130,7 +131,7 @@ def unrolled_mask(steps: int, device=None) -> torch.Tensor:
     return torch.cat((first, torch.eye(steps, dtype=torch.bool, device=device)), dim=1)[None, None]
 
 
-class SpecExitModule(pl.LightningModule):
+class SpecExitModule(PretrainedMixin, pl.LightningModule):
     """Target LM + EAGLE-style draft with SpecExit signal rows, and a probing-baseline probe.
 
     Args:
@@ -147,6 +148,11 @@ class SpecExitModule(pl.LightningModule):
         weight_decay: AdamW weight decay.
         warmup_steps: Warm-up steps.
     """
+
+    DEFAULT_PRETRAINED_CFG = {
+        "input_format": "an arithmetic expression such as '23+45-12' (or a Problem), tokenized by the checkpoint's "
+        "tokenizer.json; model.predict(expression) returns the integer answer, model.generate(...) the whole trace",
+    }
 
     def __init__(
         self,
@@ -408,6 +414,10 @@ class SpecExitModule(pl.LightningModule):
             result = self.decoder(temperature).generate(ids, policy, generator)
         result.text = self.tokenizer.decode(result.tokens)
         return result
+
+    def predict(self, prompt: str | Problem, mode: str = "specexit") -> int | None:
+        """The answer to ``prompt`` (greedy decoding with ``mode``), or None when the completion states none."""
+        return parse_answer(self.generate(prompt, mode=mode).text)
 
     # ----------------------------------------------------------------------------------- publishing
 

@@ -1,0 +1,28 @@
+"""The Usage snippet of the GEMQ cards: rendered by ``zoo card``, run as written by ``tests/test_usage.py``.
+
+It ends with ``prediction: P | truth: T | tolerance: E``: the perplexity of held-out text against the card's.
+"""
+
+from string import Template
+
+SNIPPET = Template("""
+import torch
+import zoo
+from zoo.gemq.data import wiki_corpus
+
+model = zoo.load("$name", pretrained=True)
+tokenizer = model.tokenizer()  # the byte-level BPE shipped as tokenizer.json
+ids = wiki_corpus().test[:2048]  # token ids of held-out Wikipedia articles (the card's test split)
+with torch.no_grad():
+    logits = model(ids[None, :64])  # next-token logits [1, 64, vocab]
+guess, truth = tokenizer.decode([int(logits[0, -1].argmax())]), tokenizer.decode([int(ids[64])])
+print(f"...{tokenizer.decode(ids[:64].tolist())[-40:]!r} -> next token {guess!r} (truth {truth!r})")
+ppl = model.perplexity(tokenizer.decode(ids.tolist()))  # 128-token windows, as the card measures
+card = zoo.get_entry("$name").metrics["ppl"]  # the card's held-out perplexity
+print(f"prediction: {ppl:.1f} | truth: {card:.1f} | tolerance: {0.1 * card:.1f}")
+""")
+
+
+def snippet(name: str) -> str:
+    """The snippet for the entry ``name``."""
+    return SNIPPET.substitute(name=name)
