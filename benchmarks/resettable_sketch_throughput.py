@@ -2,8 +2,8 @@
 
 Both consume the same oblivious churn stream (default 1M updates, fresh keys, so theta's A-not-B emulation
 of resets is exact). DataSketches has no batch API: it gets its fastest Python path (two tight loops of
-``update``); the robust sketch uses its vectorised ``update_batch`` in chunks. Prints updates/s and the
-ratio (the acceptance bar is robust >= 0.25 x theta). Run under the shared CPU lock:
+``update``); the robust sketch uses its compiled ``update_batch`` in chunks (after a warm-up pass that loads
+the numba kernel). Prints updates/s and the ratio (issue 19's bar: robust >= 1 x theta). Run under the lock:
 
     flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/resettable_sketch_throughput.py
 """
@@ -23,14 +23,14 @@ def main() -> None:
     args = parser.parse_args()
     stream = churn_stream(args.length, seed=0)
     factories = arm_factories()
-    names = ("datasketches_theta", "robust", "robust_halving", "hash_threshold", "exact")
+    names = ("datasketches_theta", "robust", "robust_unbounded", "hash_threshold", "reference_exact")
     speed = {name: throughput(factories[name][1], stream, repeats=args.repeats) for name in names}
     print(f"churn stream: {args.length:,} updates ({int((stream[0] == 1).sum()):,} resets)")
     for name in names:
         ratio = speed[name] / speed["datasketches_theta"]
         print(f"  {name:20s} {speed[name] / 1e6:7.2f} M updates/s   {ratio:5.2f} x theta")
     ratio = speed["robust"] / speed["datasketches_theta"]
-    print(f"robust / theta = {ratio:.2f} ({'pass' if ratio >= 0.25 else 'FAIL'}: needs >= 0.25)")
+    print(f"robust / theta = {ratio:.2f} ({'pass' if ratio >= 1.0 else 'FAIL'}: needs >= 1)")
 
 
 if __name__ == "__main__":

@@ -184,10 +184,74 @@ def test_bad_inputs_give_clear_errors():
     with pytest.raises(ValueError, match="eps must be"):
         RobustSketch(eps=-1.0)
     with pytest.raises(ValueError, match="raise capacity"):
-        RobustSketch(k=10, capacity=10)
+        RobustSketch(k=10, capacity=8)
+    with pytest.raises(ValueError, match="power of two"):
+        RobustSketch(capacity=1000)
     with pytest.raises(ValueError, match="stat must be"):
         RobustSketch(stat="median")
     with pytest.raises(ValueError, match="q must be in"):
         ExactSketch("lp", q=1.0)
     with pytest.raises(ValueError, match=">= 0"):
         RobustSketch().update(INC, 1, -3)
+
+
+def test_hash_table_kernel_matches_a_dict_with_deletions_and_negative_keys():
+    from zoo.resettable_sketch.hashtable import HashTable, apply_updates
+
+    table = HashTable(np.zeros(1024, np.int64), np.zeros(1024, np.int64), np.zeros((), np.int64))
+    rng = np.random.default_rng(0)
+    keys = rng.integers(-400, 400, 30_000)
+    ops = (rng.random(30_000) < 0.3).astype(np.int8)
+    ones = np.ones(30_000, np.int64)
+    change = np.zeros(30_000)
+    applied, size = apply_updates(
+        table.keys, table.values, 0, table.shift, ops, keys, ones, ones, 1, 1.0, 0.5, 64, 10**9, change
+    )  # fmt: skip (Sum at rate 1: every unit sampled, values = counts)
+    truth: dict[int, int] = {}
+    for op, key in zip(ops.tolist(), keys.tolist(), strict=True):
+        truth[key] = 0 if op else truth.get(key, 0) + 1
+    truth = {k: v for k, v in truth.items() if v}
+    stored_keys, stored_values = table.items()
+    assert applied == 30_000 and size == len(truth)
+    assert dict(zip(stored_keys.tolist(), stored_values.tolist(), strict=True)) == truth
+    assert change.sum() == sum(truth.values())
+    assert all(table.get(k) == v for k, v in truth.items()) and table.get(10**9) == 0
+
+
+def test_calibration_by_hand():
+    from zoo.resettable_sketch.sketches import calibrate, table_capacity
+
+    cal = calibrate(alpha=0.1, eps=1.0, horizon=(1 << 20) - 1, z=2.0)
+    sigma = 20**1.5 * 4 * 2**0.5  # L = 20 levels, worst-case popcount, s = 4
+    assert cal.levels == 20 and cal.noise_std == pytest.approx(sigma) and round(sigma) == 506
+    n_star = (4 + (16 + 4 * 0.01 * 4 * sigma**2) ** 0.5) / (2 * 0.01)  # z**2 = 4, alpha**2 = 0.01
+    assert cal.count == int(np.ceil(n_star)) == 10_322 and cal.k == 20_644 and cal.rate == 1.0
+    assert cal.f_min == 10_322 and table_capacity(cal.k) == 32768
+    assert 2 * (cal.noise_std**2 / cal.count**2 + 1 / cal.count) ** 0.5 == pytest.approx(0.1, rel=1e-3)
+    later = calibrate(alpha=0.1, f_min=40_000)  # a later warm-up starts at a lower rate
+    assert later.rate == pytest.approx(10_322 / 40_000) and later.f_min == 40_000
+    with pytest.raises(ValueError, match="must be > 0"):
+        calibrate(alpha=0.0)
+
+
+def test_the_registry_headline_is_the_calibrated_space_bounded_sketch():
+    import zoo
+    from zoo.resettable_sketch.evaluate import ALPHA
+    from zoo.resettable_sketch.sketches import calibrate, table_capacity
+
+    args = zoo.get_entry("resettable_sketch.robust").model_args
+    cal = calibrate(alpha=ALPHA)
+    assert (args["k"], args["rate"], args["horizon"]) == (cal.k, cal.rate, cal.horizon)
+    assert args["capacity"] == table_capacity(cal.k) and args["eps"] == cal.eps
+    assert zoo.get_entry("resettable_sketch.robust_unbounded").model_args["k"] is None
+
+
+def test_stored_keys_never_exceed_k_on_either_path():
+    ops, keys, deltas = churn_stream(40_000, seed=4)
+    batch = RobustSketch("card", rate=1.0, k=500, capacity=1024, horizon=4096, seed=1)
+    batch.update_batch(ops, keys, deltas)
+    one = RobustSketch("card", rate=1.0, k=500, capacity=1024, horizon=4096, seed=1)
+    for op, key, delta in zip(ops[:8000].tolist(), keys[:8000].tolist(), deltas[:8000].tolist(), strict=True):
+        one.update(op, key, delta)
+        assert one.stored_keys() < 500
+    assert batch.max_stored_keys() == 500 == one.max_stored_keys() and batch.rate < 1 / 16

@@ -61,7 +61,9 @@ class ResettableStreamDataModule(pl.LightningDataModule):
         seed: Seed of the stream (the word stream's unlearning coins).
         lp_q: Exponent of the exact L_q statistic shipped with every chunk.
         unlearn_prob: Word stream: probability that an eligible word is reset after its article.
-        attack_threshold: Adversarial stream: reset a probe if the estimate rose by more than this.
+        attack_threshold: Adversarial stream: a probe moved the estimate if it rose by more than this.
+        attack: Adversarial stream: ``"hide"`` (reset the probes that moved the estimate) or ``"inflate"``
+            (reset those that did not).
     """
 
     def __init__(
@@ -73,6 +75,7 @@ class ResettableStreamDataModule(pl.LightningDataModule):
         lp_q: float = 0.5,
         unlearn_prob: float = 0.5,
         attack_threshold: float = 0.0,
+        attack: str = "hide",
     ):
         super().__init__()
         if kind not in KINDS:
@@ -82,7 +85,7 @@ class ResettableStreamDataModule(pl.LightningDataModule):
         if kind == "adversarial" and length is None:
             raise ValueError("the adversarial stream needs a number of probes: set length")
         self.save_hyperparameters()
-        self.adversary = Adversary(threshold=attack_threshold) if kind == "adversarial" else None
+        self.adversary = Adversary(threshold=attack_threshold, mode=attack) if kind == "adversarial" else None
         self._chunks: list[dict] | None = None
 
     def setup(self, stage: str | None = None) -> None:

@@ -41,24 +41,34 @@ Reconstruction choices and deviations (R):
    draw (as in the spec); ``eps`` is per tree and composes over epochs (``privacy_spent``).
 6. The tree is sized by ``horizon`` (``2**levels - 1`` leaves); a full tree rolls over to one a level deeper,
    started the same way. The clock advances on every update, including no-ops, so the schedule does not leak.
-7. Vectorised path: a chunk is sorted by key, split at resets into segments, and every key's count after
-   every update comes from segmented cumulative sums; only the chunk-end output is published, so tree nodes
-   completed and superseded inside a chunk are never read and their noise is not drawn. If the stored keys
-   would exceed ``k`` inside a chunk, the chunk is cut right after that update, the rate halves, and the rest
-   of the chunk draws new coins.
-8. Evaluation (``evaluate.py``): errors are ``|F_hat - F| / max_{t' <= T} F`` at the end of each stream,
-   averaged over 5 seeds; the attack uses 20,000 probes; the churn stream gives keys Poisson(0.5) extra Incs
-   and resets 30% of them after a Geometric lifetime (instead of "reset a random active key w.p. 0.3 per
-   step", which needs a sequential simulation); DataSketches' throughput is measured through its fastest
-   Python path (two tight loops of ``update``), which favours it. ``rel_err_adaptive_mean`` (averaged over all
-   probe times) and ``rel_err_adaptive_worst_half`` (the worst time in the attack's second half) are reported
-   too: at rate 0.2 and eps = 1 on 20,000 probes the tree's additive noise (about +-1,000 keys) is small
-   relative to the prefix maximum at the end of the stream but not uniformly over time.
+7. Batch path: the stored keys live in an open-addressing int64 hash table (fixed power-of-two arrays, load at
+   most 3/4); a chunk's coins are drawn with one numpy call, then a numba-compiled kernel applies the updates in
+   stream order (the per-update semantics exactly) and writes each update's change of the count; only the
+   chunk-end output is published, so tree nodes completed and superseded inside a chunk are never read and their
+   noise is not drawn. When the table reaches ``k`` keys inside a chunk, the kernel stops right after that update,
+   the rate halves, and the rest of the chunk draws new coins (the unused draws are discarded, never reused).
+   The one-key path runs the same kernel on one update.
+8. Space-bounded headline (issue 19): the registry's ``robust`` starts at rate 1 (every key stored: exact
+   counting plus noise) and halves whenever ``k`` keys are stored, so it never holds more than ``k`` keys.
+   ``k``, the initial rate and the warm-up ``F_min`` come from :func:`~.sketches.calibrate` for a target
+   accuracy ``alpha`` from the tree's known noise variance (worst case over the nodes); ``alpha = 0.1`` was
+   chosen on validation seeds. ``robust_unbounded`` (rate 0.2, no halving) is the former headline, an ablation.
+   Evaluation (``evaluate.py``): errors are ``|F_hat - F| / max_{t' <= t} F`` (prefix-max relative); per
+   stream the final error and the fraction of probes within 0.15 once the true count has reached ``F_min``;
+   two adaptive attacks (``hide`` resets the probes that moved the estimate, ``inflate`` those that did not);
+   the churn stream gives keys Poisson(0.5) extra Incs and resets 30% of them after a Geometric lifetime
+   (instead of "reset a random active key w.p. 0.3 per step", which needs a sequential simulation);
+   DataSketches' throughput is measured one key at a time through its fastest Python path.
 9. Known cost of sample-and-hold: a key with ``n`` Incs is stored with probability ``1 - (1 - rate)**n``, so on
    streams where keys are incremented many times (words) the sketch stores more than ``rate * F0`` keys and,
    under a key budget ``k``, halves its rate further (less accuracy per stored key) than a sketch that knew
    activations would. The count-based (hash-threshold with counts) baseline for Sum/L_q is
    ``HashThresholdSketch(stat="sum" | "lp")``.
+
+10. Randomness is never reused: every coin and Laplace draw comes from the live sketch's generator, which the
+    module keeps (``sketch()`` returns the same object every time) and writes into its ``rng_state`` buffer
+    whenever ``state_dict`` is taken; a reloaded sketch continues the random stream. Restoring one checkpoint
+    twice forks the stream (both copies draw the same coins): resume a checkpoint once.
 
 Lightning. The sketch's state (stored keys and counts in a fixed-capacity table, the rate, the tree's open
 and noisy nodes, the random generator's state) is a set of tensor buffers that the numpy core works on in
@@ -66,12 +76,17 @@ place, so ``state_dict`` / ``save_pretrained`` / Lightning checkpoints capture a
 reloaded sketch continues with bit-identical estimates. ``validation_step`` / ``test_step`` consume a chunk
 (or play the adversary's probes against this sketch) and log the error relative to the prefix maximum and
 the stored keys. ``forward(ops, keys, deltas)`` returns the estimate after a chunk without changing the
-sketch (it runs on a copy); ``update(ops, keys, deltas)`` commits a chunk. There are no learned weights, so
+sketch (it runs on a copy whose coins are seeded by the sketch's state and the chunk, independent of the
+coins the live sketch draws next); ``update(ops, keys, deltas)`` commits a chunk. ``sketch()`` returns the
+one live numpy sketch on the buffers (its generator is saved into the buffers by ``state_dict``). A sketch
+cannot run under DDP: each
+rank would hold a diverging copy, so ``setup`` refuses a world size above 1. There are no learned weights, so
 the registry publishes none and ``zoo.load(name, pretrained=True)`` raises ``NoPretrainedWeightsError``.
 """
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import lightning.pytorch as pl
@@ -80,6 +95,7 @@ import torch
 
 from zoo._errors import ZooError
 from zoo.resettable_sketch.sketches import ExactSketch, HashThresholdSketch, RobustSketch, check_stat
+from zoo.resettable_sketch.table import check_updates
 
 SKETCHES = ("robust", "hash_threshold", "exact")
 
@@ -121,10 +137,13 @@ class ResettableSketchModule(pl.LightningModule):
         if capacity < 2:
             raise ValueError(f"capacity must be >= 2 key slots, got {capacity}")
         self.save_hyperparameters()
-        arrays = self._build(None).arrays  # a fresh sketch; its arrays become the buffers (shared memory)
-        for name, array in arrays.items():
+        core = self._build(None)  # a fresh sketch; its arrays become the buffers (shared memory)
+        for name, array in core.arrays.items():
             self.register_buffer(name, torch.from_numpy(array))
-        self._state_names = tuple(arrays)
+        self._state_names = tuple(core.arrays)
+        self._core = core  # the live sketch on the buffers (see `sketch`)
+        self.register_state_dict_pre_hook(self._save_rng_hook)
+        self.register_load_state_dict_post_hook(self._reload_hook)
         self.example_input_array = (
             torch.tensor([0, 0, 1, 0, 0]),  # ops: Inc, Inc, Reset, Inc, Inc
             torch.tensor([11, 12, 11, 13, 12]),  # keys
@@ -144,20 +163,59 @@ class ResettableSketchModule(pl.LightningModule):
             return HashThresholdSketch(h.stat, h.rate, h.q, h.seed, capacity=h.capacity, arrays=arrays)
         return ExactSketch(h.stat, h.q, capacity=h.capacity, arrays=arrays)
 
-    def sketch(self, copy: bool = False):
-        """The numpy sketch working on this module's buffers in place (or on a copy of them)."""
-        arrays = {}
+    def sketch(self, copy: bool = False, salt: int = 0):
+        """The numpy sketch working on this module's buffers in place (or on a copy of them).
+
+        Every call returns the same live object, whose random generator advances with every draw: two handles
+        of one module never draw the same coins. A copy gets an independent generator seeded by hashing the live
+        one's state with ``salt`` (the live generator does not advance, and the copy's coins are not the ones the
+        live sketch draws next). After ``load_state_dict`` the next call builds the sketch from the loaded
+        buffers, generator state included: a reloaded sketch continues its random stream, it does not restart it.
+
+        Args:
+            copy: Work on a copy of the buffers (the module is left unchanged).
+            salt: Seeds the copy's generator together with the live state.
+        """
+        buffers = {}
         for name in self._state_names:
             buffer = getattr(self, name)
             if buffer.device.type != "cpu":
                 raise ZooError("the sketch runs on CPU: keep ResettableSketchModule on the CPU (accelerator: cpu)")
-            arrays[name] = buffer.numpy().copy() if copy else buffer.numpy()
-        return self._build(arrays)
+            buffers[name] = buffer.numpy()
+        live = self._core
+        if live is None or any(not np.shares_memory(live.arrays[n], buffers[n]) for n in self._state_names):
+            fresh = self._build(buffers)
+            if live is not None and hasattr(live, "rng"):  # buffers were replaced (e.g. a dtype cast): keep the stream
+                fresh.rng = live.rng
+            self._core = live = fresh
+        if not copy:
+            return live
+        twin = self._build({name: array.copy() for name, array in buffers.items()})
+        if hasattr(live, "rng"):
+            twin.rng = live.child_rng(salt)
+        return twin
+
+    def _save_rng_hook(self, *args, **kwargs) -> None:
+        """state_dict pre-hook: the live generator's state goes into its buffer before the buffers are read."""
+        if self._core is not None and hasattr(self._core, "save_rng"):
+            self._core.save_rng()
+
+    def _reload_hook(self, *args, **kwargs) -> None:
+        """load_state_dict post-hook: rebuild the sketch (and its generator) from the loaded buffers."""
+        self._core = None
+
+    def setup(self, stage: str) -> None:
+        world_size = getattr(self._trainer, "world_size", 1) if self._trainer is not None else 1
+        if world_size > 1:
+            raise ZooError(
+                f"ResettableSketchModule cannot run under DDP (world_size={world_size}): each rank would hold its "
+                "own copy of the sketch's keys, coins and tree, and the copies would silently diverge; use devices=1"
+            )
 
     @staticmethod
     def _done(core) -> None:
         if isinstance(core, RobustSketch):
-            core.save_rng()  # the generator's state is part of the buffers
+            core.save_rng()  # the buffers always hold the generator's state after a module-level call
 
     def update(self, ops, keys, deltas=None) -> float:
         """Apply a chunk of updates (0 = Inc, 1 = Reset) to the sketch and return its estimate."""
@@ -171,8 +229,14 @@ class ResettableSketchModule(pl.LightningModule):
         return self.sketch().estimate()
 
     def forward(self, ops: torch.Tensor, keys: torch.Tensor, deltas: torch.Tensor) -> torch.Tensor:
-        """The estimate after applying a chunk, as a float64 tensor of shape (1,); the sketch is unchanged."""
-        core = self.sketch(copy=True)
+        """The estimate after applying a chunk, as a float64 tensor of shape (1,); the sketch is unchanged.
+
+        A pure function of the sketch's state and the chunk: the copy's coins are seeded by both (so the same
+        chunk gives the same estimate) and are independent of the coins the live sketch draws next.
+        """
+        ops, keys, deltas = check_updates(ops, keys, deltas)
+        digest = hashlib.blake2b(ops.tobytes() + keys.tobytes() + deltas.tobytes(), digest_size=8).digest()
+        core = self.sketch(copy=True, salt=int.from_bytes(digest, "little"))
         core.update_batch(ops, keys, deltas)
         return torch.tensor([core.estimate()], dtype=torch.float64)
 

@@ -17,9 +17,11 @@ for the paper and the reconstruction choices.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
+from zoo.resettable_sketch.hashtable import STAT_CODES, HashTable, apply_updates
 from zoo.resettable_sketch.table import INC, RESET, KeyTable, check_updates, group_updates, segmented_cumsum
 from zoo.resettable_sketch.tree import BinaryTreeCounter, allocate_tree, levels_for
 
@@ -221,6 +223,97 @@ class HashThresholdSketch:
         self.inner.update_batch(ops[keep], keys[keep], deltas[keep])
 
 
+# ------------------------------------------------------------------------------------------ calibration
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The space-bounded sketch's parameters for a target accuracy (see :func:`calibrate`).
+
+    Attributes:
+        alpha: Target relative error.
+        z: Normal quantile the error must stay within (2: about 95% of the published outputs).
+        eps: Privacy parameter of each binary tree.
+        horizon: Updates the tree is sized for.
+        levels: Tree levels ``L``.
+        sensitivity: l1 effect of one coin assumed (4: the worst case of cardinality, ``4 - 2 rate``).
+        noise_std: Worst-case standard deviation of the published count's noise, ``L**1.5 s sqrt(2) / eps``.
+        count: The count ``N`` (in rate units) from which the error is within ``alpha`` at ``z`` sigmas.
+        k: Stored keys at which the rate halves, ``2 * count`` (a halving leaves about ``k / 2`` stored keys).
+        rate: Initial sampling rate.
+        f_min: The true count from which the guarantee is calibrated to hold (the warm-up), ``count / rate``.
+    """
+
+    alpha: float
+    z: float
+    eps: float
+    horizon: int
+    levels: int
+    sensitivity: float
+    noise_std: float
+    count: int
+    k: int
+    rate: float
+    f_min: int
+
+
+def calibrate(
+    alpha: float = 0.15,
+    eps: float = 1.0,
+    horizon: int = (1 << 20) - 1,
+    z: float = 2.0,
+    sensitivity: float = 4.0,
+    f_min: int | None = None,
+) -> Calibration:
+    """Choose ``k``, the initial rate and the warm-up ``F_min`` of the space-bounded sketch for accuracy ``alpha``.
+
+    The published estimate is ``(N + noise) / p`` where ``N`` is the sampled count in rate units (``N ~ p F``)
+    and ``noise`` is the binary-tree mechanism's prefix noise: a sum of at most ``L`` Laplace(``b``) node draws
+    with ``b = L s / eps``, so its variance is at most ``L * 2 b**2`` (all ``L`` nodes used), i.e.
+    ``sigma = L**1.5 * s * sqrt(2) / eps``. Sampling adds a relative variance of at most ``1 / N`` (Bernoulli
+    coins: ``(1 - p) / (p F)``). The relative error is within ``alpha`` at ``z`` standard deviations when
+    ``z * sqrt(sigma**2 / N**2 + 1 / N) <= alpha``, that is for ``N >= N* = (z**2 + sqrt(z**4 + 4 alpha**2 z**2
+    sigma**2)) / (2 alpha**2)``. The count must stay above ``N*`` at all times after the warm-up:
+
+    * a halving (triggered when ``k`` keys are stored) leaves about ``k / 2`` of them, so ``k = 2 N*``;
+    * before any halving ``N = p0 F``, so the guarantee starts at ``F_min = N* / p0``. The default ``p0 = 1``
+      stores every key until the budget is reached (exact counting, then sampling); pass ``f_min`` to start
+      at ``p0 = N* / f_min`` instead.
+
+    With the defaults (``alpha = 0.15``, ``eps = 1``, ``2**20 - 1`` updates, ``z = 2``, ``s = 4``): ``L = 20``,
+    ``sigma = 506``, ``N* = 6,836``, ``k = 13,672``, ``p0 = 1``, ``F_min = 6,836``. The bound is on the error
+    relative to the current ``F``; the issue's error is relative to the prefix maximum, which is larger, so it
+    holds a fortiori. It is worst-case in the popcount (on average half the nodes are used) and in ``s``
+    (``4 - 2p``), and it assumes cardinality's weights (``w = 1`` for a stored key seen once): a stream whose
+    stored keys are mostly seen many times (words) keeps ``N`` below ``k / 2`` and errs more.
+
+    Args:
+        alpha: Target relative error (> 0).
+        eps: Privacy parameter of each tree (> 0).
+        horizon: Stream length the tree is sized for (sets ``L``).
+        z: Standard deviations of headroom.
+        sensitivity: One coin's l1 effect on the count sequence.
+        f_min: Warm-up count; None: ``N*`` at ``p0 = 1``.
+
+    Returns:
+        The :class:`Calibration`.
+    """
+    if not (alpha > 0 and eps > 0 and z > 0 and sensitivity > 0 and horizon >= 1):
+        raise ValueError("alpha, eps, z and sensitivity must be > 0 and horizon >= 1")
+    levels = levels_for(horizon)
+    sigma = levels**1.5 * sensitivity * math.sqrt(2.0) / eps
+    count = math.ceil((z**2 + math.sqrt(z**4 + 4 * alpha**2 * z**2 * sigma**2)) / (2 * alpha**2))
+    rate = 1.0 if f_min is None else min(1.0, count / f_min)
+    return Calibration(
+        alpha, z, eps, horizon, levels, sensitivity, sigma, count, 2 * count, rate, math.ceil(count / rate)
+    )
+
+
+def table_capacity(k: int) -> int:
+    """The smallest power-of-two key table that holds ``k`` keys at load <= 3/4."""
+    return 1 << max(1, math.ceil(math.log2(math.ceil(k * 4 / 3))))
+
+
 # ------------------------------------------------------------------------------------------ the robust sketch
 
 
@@ -232,6 +325,9 @@ class RobustSketch:
       a stored key counts what follows (``c_x``: Incs, or units, since it was stored). A Reset drops the key,
       so a re-activation flips new coins. ``"sum"`` samples every unit with a fresh coin and keeps
       ``c_x`` = its sampled units. No per-key state is kept for keys that are not stored.
+    * **Randomness is never reused.** Every coin and every Laplace draw comes from the sketch's own generator
+      (``self.rng``), which advances with every draw; :meth:`save_rng` writes its state into the arrays, so a
+      checkpoint of the arrays continues the random stream where it stopped instead of restarting it.
     * **Estimator.** ``F_hat = N / rate`` where ``N = sum_x w(c_x)`` in *rate units*: ``w(c) = c`` for Sum and
       ``w(c) = rate * f(c) + (1 - rate) * (f(c) - f(c - 1))`` for sample-and-hold (the unbiased estimator of
       ``f(v)`` from ``c``; for cardinality ``w(1) = 1`` and ``w(c >= 2) = rate``).
@@ -240,22 +336,27 @@ class RobustSketch:
       respect to any one coin, whose l1 effect on ``u`` is the sensitivity ``4 - 2 rate`` (cardinality: a coin
       can move the storing time of one activation), 2 (Sum: +1 when sampled, -1 at the reset), or a bound
       computed from ``w`` (L_q). The tree clock advances on every update, used or not.
-    * **Space.** When more than ``k`` keys are stored, the rate halves: Sum thins each key's units to
-      ``Binomial(c, 1/2)``; sample-and-hold keeps a key's storing coin with probability 1/2, or else re-draws
-      the first success among its ``c - 1`` later Incs at the new rate, which is exactly sample-and-hold at
-      ``rate / 2``. A new epoch then starts: a fresh tree from ``N`` plus one Laplace draw.
+    * **Space.** When ``k`` keys are stored, the rate halves: Sum thins each key's units to ``Binomial(c, 1/2)``;
+      sample-and-hold keeps a key's storing coin with probability 1/2, or else re-draws the first success among
+      its ``c - 1`` later Incs at the new rate, which is exactly sample-and-hold at ``rate / 2``. A new epoch
+      then starts: a fresh tree from ``N`` plus one Laplace draw. The table never holds more than ``k`` keys.
       A tree that fills up (``2**levels - 1`` updates) rolls over to a tree one level deeper the same way.
+      :func:`calibrate` picks ``k`` and the rate for a target accuracy.
+    * **Speed.** Both paths run :func:`~.hashtable.apply_updates` (numba-compiled) over an open-addressing
+      table; the batch path draws a chunk's coins with one numpy call and adds the tree noise only at the
+      nodes the chunk-end output uses.
 
     Args:
         stat: ``"card"``, ``"sum"`` or ``"lp"``.
         rate: Initial sampling rate ``p0`` in (0, 1].
-        eps: Privacy parameter per epoch; ``None`` (or ``inf``) publishes the exact ``N / rate``.
-        k: Halve the rate when more than ``k`` keys are stored; ``None`` halves only when the key table is full.
-        capacity: Key slots of the state arrays.
+        eps: Privacy parameter per tree; ``None`` (or ``inf``) publishes the exact ``N / rate``.
+        k: Halve the rate when ``k`` keys are stored; ``None`` halves only at 3/4 of the table's capacity.
+        capacity: Key slots of the table (a power of two; ``k`` must be at most 3/4 of it).
         horizon: Stream length the first tree is sized for (later trees grow).
         q: Exponent of ``"lp"``.
         value_cap: ``"lp"`` clips values at this cap so that one coin's effect (the sensitivity) is bounded.
-        seed: Seed of the sketch's randomness.
+        seed: Seed of the sketch's randomness (used only for a fresh sketch: given ``arrays``, the generator
+            continues from the state saved in them).
         arrays: State arrays to work in (from :meth:`allocate`), e.g. views of tensor buffers.
     """
 
@@ -277,20 +378,28 @@ class RobustSketch:
             raise ValueError(f"rate must be in (0, 1], got {rate}")
         if eps is not None and not eps > 0:
             raise ValueError(f"eps must be > 0 (or None for no noise), got {eps}")
-        if k is not None and not 1 <= k < capacity:
-            raise ValueError(f"k must be in [1, capacity - 1] = [1, {capacity - 1}], got {k}; raise capacity")
+        if capacity < 4 or capacity & (capacity - 1):
+            raise ValueError(f"capacity must be a power of two >= 4, got {capacity}")
+        if k is not None and not 1 <= k <= capacity * 3 // 4:
+            raise ValueError(
+                f"k must be in [1, 3/4 capacity] = [1, {capacity * 3 // 4}], got {k}; raise capacity "
+                f"(table_capacity(k) = {table_capacity(max(k, 1))})"
+            )
         if horizon < 1 or value_cap < 1:
             raise ValueError("horizon and value_cap must be >= 1")
         self.stat, self.q, self.eps, self.seed = stat, q, eps, seed
         self.value_cap, self.horizon = value_cap, horizon
+        self._code = STAT_CODES[stat]
         self._lp_sensitivity: dict[float, float] = {}
-        self.threshold = k if k is not None else capacity - 1
+        self.threshold = k if k is not None else capacity * 3 // 4
         fresh = arrays is None
         self.arrays = arrays if arrays is not None else self.allocate(capacity)
         a = self.arrays
-        self.table = KeyTable(a["table_keys"], a["table_values"], a["table_size"])
+        self.table = HashTable(a["table_keys"], a["table_values"], a["table_size"])
         self.tree = BinaryTreeCounter(a, eps)
         self.rng = unpack_rng(a["rng_state"]) if not fresh else np.random.default_rng(seed)
+        self._one = (np.zeros(1, np.int8), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64))
+        self._one_change = np.zeros(1)
         if fresh:
             a["rate"][...] = rate
             self.tree.start(0.0, levels_for(horizon), self.sensitivity(), self.rng)
@@ -319,6 +428,16 @@ class RobustSketch:
         """Write the generator's state into the arrays (call before checkpointing the arrays)."""
         pack_rng(self.rng, self.arrays["rng_state"])
 
+    def child_rng(self, salt: int = 0) -> np.random.Generator:
+        """An independent generator for a hypothetical copy, seeded by hashing this one's state with ``salt``.
+
+        This generator does not advance, and the child's stream (a SeedSequence of the state words, ``salt`` and
+        a tag) shares no coin with the one this generator goes on to draw.
+        """
+        words = np.zeros(6, np.int64)
+        pack_rng(self.rng, words)
+        return np.random.default_rng([*(int(w) for w in words.view(np.uint64)), int(salt) & _MASK64, 0xC0B1])
+
     @property
     def rate(self) -> float:
         return float(self.arrays["rate"])
@@ -333,6 +452,10 @@ class RobustSketch:
 
     def stored_keys(self) -> int:
         return self.table.size
+
+    def max_stored_keys(self) -> int:
+        """The most keys the table has held at once."""
+        return int(self.arrays["max_stored"])
 
     def privacy_spent(self) -> float:
         """Basic composition over the trees (epochs and roll-overs) started so far: ``eps * trees``."""
@@ -352,14 +475,6 @@ class RobustSketch:
         f_now = np.power(np.minimum(c, cap).astype(np.float64), self.q)
         f_before = np.power(np.minimum(np.maximum(c - 1, 0), cap).astype(np.float64), self.q)
         return np.where(c == 0, 0.0, r * f_now + (1.0 - r) * (f_now - f_before))
-
-    def _weight(self, count: int) -> float:
-        """``w(c)`` of one count, in plain Python (the per-update path)."""
-        if count == 0 or self.stat == "sum":
-            return float(count)
-        if self.stat == "card":
-            return 1.0 if count == 1 else self.rate
-        return float(self.weights(np.array([count]))[0])
 
     def sensitivity(self, rate: float | None = None) -> float:
         """l1 effect of one coin on the increment sequence ``u`` (see the class docstring)."""
@@ -392,52 +507,57 @@ class RobustSketch:
         """One update (the per-update path: what an adversary that reads every output drives)."""
         if delta < 0:
             raise ValueError("Inc deltas must be >= 0: the resettable model only increases a value or resets it")
+        if op not in (INC, RESET):
+            raise ValueError("op must be 0 (Inc) or 1 (Reset); see zoo.resettable_sketch.table.INC / RESET")
         if self.tree.capacity_left < 1:
             self._new_tree(self.tree.levels + 1)
-        old = self.table.get(key)
-        new = 0
-        if op == INC:
-            units = int(delta > 0) if self.stat == "card" else int(delta)  # cardinality counts Incs, not units
-            if self.stat == "sum":
-                new = old + (int(self.rng.binomial(units, self.rate)) if units else 0)
-            elif old:
-                new = old + units
-            elif units:
-                first = int(self.rng.geometric(self.rate))  # the first successful coin among the units
-                new = units - first + 1 if first <= units else 0
-        change = self._weight(new) - self._weight(old)
-        if new != old:
-            self.table.set(key, new)
+        ops, keys, deltas, draws = self._one
+        ops[0], keys[0], deltas[0] = op, key, delta
+        draws[0] = self._draw_one(delta) if op == INC else 0
+        self._apply(ops, keys, deltas, draws, self._one_change)
+        change = float(self._one_change[0])
         self.arrays["total"][...] += change
         self.tree.add_one(change, self.rng)
         self.arrays["time"][...] += 1
         self._after_growth()
 
+    def _draw_one(self, delta: int) -> int:
+        r = self.rate
+        if self.stat == "card":
+            return 1 if self.rng.random() < r else 2
+        if self.stat == "sum":
+            return int(self.rng.binomial(delta, r)) if delta else 0
+        return int(self.rng.geometric(r))
+
     def update_batch(self, ops, keys, deltas=None) -> None:
-        """Apply a chunk of updates with numpy (the vectorised path); the output is read at the chunk's end."""
+        """Apply a chunk of updates (the compiled path); the output is read at the chunk's end."""
         ops, keys, deltas = check_updates(ops, keys, deltas)
+        n = len(keys)
+        change = np.empty(n)
         start = 0
-        while start < len(keys):
+        while start < n:
             if self.tree.capacity_left < 1:
                 self._new_tree(self.tree.levels + 1)
-            stop = min(len(keys), start + self.tree.capacity_left)
-            chunk = ops[start:stop], keys[start:stop], deltas[start:stop]
-            draws = self._draw(chunk[0], chunk[2])
-            plan = self._plan(*chunk, draws)
-            sizes = self.table.size + np.cumsum(plan["size_change"])
-            over = np.flatnonzero(sizes > self.threshold)
-            if len(over):  # stop right after the update that overflows, halve, go on with fresh coins
-                stop = start + int(over[0]) + 1
-                cut = int(over[0]) + 1
-                plan = self._plan(ops[start:stop], keys[start:stop], deltas[start:stop], draws[:cut])
-                sizes = sizes[:cut]
-            self._commit(plan)
-            self.arrays["max_stored"][...] = max(int(self.arrays["max_stored"]), int(sizes.max()))
-            self._after_growth()
-            start = stop
+            stop = min(n, start + self.tree.capacity_left)
+            draws = self._draw(ops[start:stop], deltas[start:stop])
+            applied = self._apply(ops[start:stop], keys[start:stop], deltas[start:stop], draws, change[start:stop])
+            part = change[start : start + applied]
+            self.arrays["total"][...] += part.sum()
+            self.tree.add(part, self.rng)
+            self.arrays["time"][...] += applied
+            self._after_growth()  # halves (with fresh coins for the rest of the chunk) once k keys are stored
+            start += applied
+
+    def _apply(self, ops, keys, deltas, draws, change) -> int:
+        applied, size = apply_updates(
+            self.table.keys, self.table.values, self.table.size, self.table.shift, ops, keys, deltas, draws,
+            self._code, self.rate, float(self.q), self.value_cap, self.threshold, change,
+        )  # fmt: skip
+        self.arrays["table_size"][...] = size
+        return applied
 
     def _draw(self, ops: np.ndarray, deltas: np.ndarray) -> np.ndarray:
-        """Fresh randomness for every update of a chunk (unused for resets)."""
+        """Fresh randomness for every update of a chunk (unused for resets, never reused)."""
         r = self.rate
         if self.stat == "sum":
             return self.rng.binomial(np.where(ops == INC, deltas, 0), r)
@@ -445,51 +565,16 @@ class RobustSketch:
             return np.where(self.rng.random(len(ops)) < r, 1, 2)
         return self.rng.geometric(r, size=len(ops))
 
-    def _plan(self, ops, keys, deltas, draws) -> dict[str, np.ndarray]:
-        """Every key's count after every update of a chunk, from the chunk's draws (nothing is committed)."""
-        g = group_updates(ops, keys, deltas)
-        initial = self.table.lookup(g.unique_keys)[g.group_id]
-        drawn = draws[g.order]
-        base = np.where(g.first_segment, initial, 0)
-        if self.stat == "sum":
-            after = base + segmented_cumsum(np.where(g.is_reset, 0, drawn), g.seg_start)
-        else:
-            units = np.where(g.is_reset, 0, (g.deltas > 0) if self.stat == "card" else g.deltas)
-            seen = segmented_cumsum(units, g.seg_start)  # units in the segment so far, this update included
-            hit = (~g.is_reset) & (drawn <= units)
-            first_hit = hit & (segmented_cumsum(hit.astype(np.int64), g.seg_start) == 1)
-            skipped = seen - units + drawn - 1  # units before the first success, at a first-hit position
-            idx = np.maximum.accumulate(np.where(first_hit, np.arange(len(hit)), -1))
-            seg_begin = np.maximum.accumulate(np.where(g.seg_start, np.arange(len(hit)), 0))
-            stored_by_hit = (idx >= seg_begin) & (idx >= 0)
-            from_hit = np.where(stored_by_hit, seen - skipped[np.maximum(idx, 0)], 0)
-            after = np.where(base > 0, base + seen, from_hit)
-        before = g.previous(after, initial)
-        change = self.weights(after) - self.weights(before)
-        return {
-            "unique_keys": g.unique_keys,
-            "final": after[g.last_index],
-            "change": g.to_stream_order(change),
-            "size_change": g.to_stream_order((after > 0).astype(np.int64) - (before > 0)),
-        }
-
-    def _commit(self, plan: dict[str, np.ndarray]) -> None:
-        self.table.commit(plan["unique_keys"], plan["final"])
-        self.arrays["total"][...] += plan["change"].sum()
-        self.tree.add(plan["change"], self.rng)
-        self.arrays["time"][...] += len(plan["change"])
-
     # ------------------------------------------------------------------------------- space control
 
     def _after_growth(self) -> None:
         self.arrays["max_stored"][...] = max(int(self.arrays["max_stored"]), self.table.size)
-        while self.table.size > self.threshold:
+        while self.table.size >= self.threshold:
             self.halve()
 
     def halve(self) -> None:
         """Halve the sampling rate, subsample the stored keys to match, and start a new epoch."""
         keys, counts = self.table.items()
-        keys, counts = keys.copy(), counts.copy()
         if self.stat == "sum":
             counts = self.rng.binomial(counts, 0.5)
         else:  # keep the storing coin w.p. 1/2, else the first success among the c - 1 later units/Incs
@@ -531,11 +616,14 @@ class ThetaSketch:
         self.removed = datasketches.update_theta_sketch(lg_k, seed=self.seed)
         self._a_not_b = datasketches.theta_a_not_b(seed=self.seed)
         self._cached: float | None = None
+        self._compact: dict[int, object] = {}  # ordered compact copies of A (INC) and B (RESET), until changed
 
     def estimate(self) -> float:
         if self._cached is None:  # A-not-B of *ordered compact* sketches: on update sketches in exact mode it is slow
-            a, b = self.inserted.compact(True), self.removed.compact(True)
-            self._cached = self._a_not_b.compute(a, b, True).get_estimate()
+            for op, sketch in ((INC, self.inserted), (RESET, self.removed)):
+                if op not in self._compact:
+                    self._compact[op] = sketch.compact(True)
+            self._cached = self._a_not_b.compute(self._compact[INC], self._compact[RESET], True).get_estimate()
         return self._cached
 
     get_estimate = estimate
@@ -546,6 +634,7 @@ class ThetaSketch:
     def update(self, op: int, key: int, delta: int = 1) -> None:
         (self.inserted if op == INC else self.removed).update(int(key))
         self._cached = None
+        self._compact.pop(op, None)
 
     def inc(self, key: int, delta: int = 1) -> None:
         self.update(INC, key, delta)
@@ -562,6 +651,7 @@ class ThetaSketch:
         for key in keys[ops == RESET].tolist():
             removed(key)
         self._cached = None
+        self._compact.clear()
 
 
 __all__ = [
@@ -570,8 +660,10 @@ __all__ = [
     "STATS",
     "ExactSketch",
     "HashThresholdSketch",
+    "Calibration",
     "RobustSketch",
     "ThetaSketch",
+    "calibrate",
     "stat_values",
     "uniform_hash",
 ]

@@ -11,15 +11,18 @@ A stream is three int64 arrays ``(ops, keys, deltas)`` in stream order (ops: 0 =
 * :func:`word_stream`: Inc(word, 1) for every word of the Wikipedia articles in gensim's test data; after
   each article, every word whose current occurrences all came from that article is reset with
   probability ``unlearn_prob`` (an unlearning request). Words recur after resets.
-* :class:`Adversary`: inserts a fresh key, reads the estimate, and resets the key if the estimate rose.
-  Against a sketch whose sampling is a fixed function of the key (or whose output is exact) this resets
-  exactly the sampled keys, so the estimate stays near 0 while the true count grows.
+* :class:`Adversary`: inserts a fresh key, reads the estimate, and learns from it whether the insertion moved
+  the estimate. ``mode="hide"`` resets the keys that moved it: against a sketch whose sampling is a fixed
+  function of the key (or whose output is exact) this resets exactly the sampled keys, so the estimate stays
+  near 0 while the true count grows. ``mode="inflate"`` resets the keys that did *not* move it: only sampled
+  keys stay active, so a non-robust estimate is ``1 / rate`` times the true count.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -150,11 +153,17 @@ class AttackResult:
         estimates: Published estimate after each probe (after the reset, if any).
         truth: True active count after each probe.
         resets: How many probes were reset.
+        stored: Keys the sketch stored after each probe (empty if it cannot tell).
+        updates: Updates the attack made (an Inc per probe plus its resets).
+        seconds: Wall time of the attack, sketch and adversary together.
     """
 
     estimates: np.ndarray
     truth: np.ndarray
     resets: int
+    stored: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    updates: int = 0
+    seconds: float = 0.0
 
     @property
     def prefix_max(self) -> np.ndarray:
@@ -165,47 +174,77 @@ class AttackResult:
         return float(abs(self.estimates[-1] - self.truth[-1]) / self.prefix_max[-1])
 
 
+ATTACKS = ("hide", "inflate")
+
+
 @dataclass
 class Adversary:
-    """The adaptive attack on resettable sketches: probe with fresh keys, reset those that move the estimate.
+    """An adaptive attack on resettable sketches: probe with fresh keys, learn which ones move the estimate.
 
     Args:
-        threshold: Reset a probe if the estimate rose by more than this (0: any rise).
+        threshold: A probe moved the estimate if it rose by more than this (0: any rise).
         next_key: First fresh key id (the probes are ``next_key, next_key + 1, ...``).
+        mode: ``"hide"`` resets the probes that moved the estimate (deflates a non-robust estimate);
+            ``"inflate"`` resets those that did not (only "sampled" keys stay active: inflates it).
     """
 
     threshold: float = 0.0
     next_key: int = 1 << 40
     active: int = 0
     peak: int = 0
+    mode: str = "hide"
+
+    def __post_init__(self):
+        if self.mode not in ATTACKS:
+            raise ValueError(f"mode must be one of {ATTACKS}, got {self.mode!r}")
 
     def probe(self, sketch, key: int) -> bool:
-        """Insert ``key``, read the estimate, reset the key if it rose; returns whether it was reset."""
+        """Insert ``key``, read the estimate, reset the key or keep it by the mode; returns whether it was reset."""
         before = sketch.estimate()
         sketch.inc(key, 1)
-        rose = sketch.estimate() > before + self.threshold
-        if rose:
+        moved = sketch.estimate() > before + self.threshold
+        reset = moved if self.mode == "hide" else not moved
+        if reset:
             sketch.reset(key)
         else:
             self.active += 1
             self.peak = max(self.peak, self.active)
-        return rose
+        return reset
 
     def run(self, sketch, n: int) -> AttackResult:
         """Play ``n`` probes against ``sketch`` (anything with ``estimate``, ``inc`` and ``reset``)."""
         estimates, truth, resets = np.empty(n), np.empty(n), 0
+        count = getattr(sketch, "stored_keys", None)
+        stored = np.zeros(n if count else 0, np.int64)
+        started = time.perf_counter()
         for i in range(n):
             resets += self.probe(sketch, self.next_key)
             self.next_key += 1
             estimates[i], truth[i] = sketch.estimate(), self.active
-        return AttackResult(estimates, truth, resets)
+            if count:
+                stored[i] = count()
+        return AttackResult(estimates, truth, resets, stored, n + resets, time.perf_counter() - started)
 
     def state_dict(self) -> dict:
-        return {"threshold": self.threshold, "next_key": self.next_key, "active": self.active, "peak": self.peak}
+        return {
+            "threshold": self.threshold, "next_key": self.next_key, "active": self.active, "peak": self.peak,
+            "mode": self.mode,
+        }  # fmt: skip
 
     def load_state_dict(self, state: dict) -> None:
         self.threshold, self.next_key = state["threshold"], state["next_key"]
         self.active, self.peak = state["active"], state["peak"]
+        self.mode = state.get("mode", "hide")
 
 
-__all__ = ["INC", "RESET", "Adversary", "AttackResult", "bursty_stream", "churn_stream", "scramble", "word_stream"]
+__all__ = [
+    "ATTACKS",
+    "INC",
+    "RESET",
+    "Adversary",
+    "AttackResult",
+    "bursty_stream",
+    "churn_stream",
+    "scramble",
+    "word_stream",
+]

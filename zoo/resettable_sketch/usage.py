@@ -14,7 +14,7 @@ sketch = zoo.load("$name")  # no learned weights: the sketch is its algorithm, p
 exact = zoo.load("$name", sketch="exact")  # the same statistic counted exactly (linear space)
 ops, keys, deltas = churn_stream(50_000, seed=123)  # 50k updates: 0 = Inc, 1 = Reset of a key
 estimate, truth = sketch.update(ops, keys, deltas), exact.update(ops, keys, deltas)
-error = zoo.get_entry("$name").metrics["rel_err_oblivious"]  # the card's mean relative error on such streams
+error = zoo.get_entry("$name").metrics["rel_err_final_churn"]  # the card's mean relative error on such streams
 print(f"prediction: {estimate:.0f} | truth: {truth:.0f} | tolerance: {3 * error * truth:.0f}")
 """)
 
