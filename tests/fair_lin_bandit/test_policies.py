@@ -104,6 +104,9 @@ def test_our_oful_matches_mabwiser_linucb_with_a_fixed_beta():
 
 
 def test_linnash_constants_by_hand():
+    # Sources (module.py, item 7): T~ = 3 sqrt(T d nu log(T K)), T' = 2/3 T~ doubling and the NCB multiplier 6 from
+    # dhruv-sarkar/LinNash (main.py); the Part I rule gamma - 16 sqrt(3 gamma ...) from NP-Hardest/FairLinBandit
+    # (algorithms/linnash.py) with the finite-arm d log(T K) in place of its d**2.5 log T.
     # T = 20,000, d = 10, K = 200: log(T K) = log(4e6) = 15.2018; T~ = ceil(3 sqrt(2e5 * 15.2018)) = 5231
     assert linnash_part1_length(20_000, 10, 200) == 5231
     # Part I width 16 sqrt(3 gamma d log(TK) / T~) at gamma = 0.9: 16 sqrt(3 * 0.9 * 10 * 15.2018 / 5231)
@@ -113,6 +116,34 @@ def test_linnash_constants_by_hand():
     assert float(part2.width(np.array(0.9), 10, 200, 2 * 5231 / 3)) == pytest.approx(1.1884, abs=1e-3)
     policy = linnash(20_000, 10, 200, np.random.default_rng(0))
     assert policy.fixed_length == 5231 and policy.base.first_length == pytest.approx(3487.33, abs=0.01)
+    assert policy.sampler == "linnash" and policy.ridge == 0.0 and not policy.share_phase1
+
+
+def test_linnash_part1_round_robin_by_hand():
+    # Arms e1, e2 and (0.6, 0.3) inside their hull: the design is (1/2, 1/2, 0). With T~ = 30 each design arm gets
+    # ceil(1/2 * 30 / 3) = 5 round-robin pulls, alternating e1, e2; a fair coin sends the other rounds uniform.
+    arms = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.3]])
+    mu = arms @ np.array([0.2, 0.6])
+    policy = FairLinBandit(
+        LinNashElimination(1000, 20.0), 1000, rng=np.random.default_rng(3), width="linnash", length=30,
+        ridge=0.0, share_phase1=False, sampler="linnash",
+    )  # fmt: skip
+    batch_arms, batch_mu = _batch(arms, mu, copies=3)
+    design_pulls, probs = [], []
+    for _ in range(30):
+        before = policy.rr_count.copy() if policy.length is not None else np.zeros((3, 2), int)
+        chosen = policy.select(batch_arms)
+        probs.append(policy.last_probs.copy())
+        step = policy.rr_count - before
+        pulled = [(b, policy.rr_arm[b, step[b].argmax()]) for b in range(3) if step[b].any()]
+        assert all(chosen[b] == arm for b, arm in pulled)  # a round-robin round pulls the arm it counts
+        design_pulls += [arm for _, arm in pulled]
+        policy.update(batch_arms[np.arange(3), chosen], np.ones(3))
+    assert np.array_equal(policy.rr_cap, np.full((3, 2), 5)) and np.array_equal(policy.rr_count, policy.rr_cap)
+    # while the round robin is pending, P(x) = 1/2 * 1/3 + 1/2 [x = next design arm]; once done, uniform
+    assert np.allclose(probs[0], [[1 / 6 + 0.5, 1 / 6, 1 / 6]] * 3)
+    assert np.allclose(probs[-1], 1 / 3)
+    assert sorted(set(design_pulls)) == [0, 1]
 
 
 def test_phase1_length_by_hand():

@@ -7,16 +7,22 @@ reconstruction choice is documented in :mod:`zoo.fair_lin_bandit.module`. This f
 
 from zoo._registry import PaperRef, PretrainedCfg, register_model
 
-PAPER = PaperRef(title="Improved Algorithms for Nash Welfare in Linear Bandits", arxiv="2601.22969")
+PAPER = PaperRef(
+    title="Improved Algorithms for Nash Welfare in Linear Bandits",
+    arxiv="2601.22969",
+    authors=("Dhruv Sarkar", "Nishant Pandey", "Sayak Ray Chowdhury"),
+    code="https://github.com/NP-Hardest/FairLinBandit",
+)
 
 _NO_WEIGHTS = (
     "a bandit algorithm has no learned weights: it is built from its arguments and run on an instance; the card's "
     "numbers come from `zoo eval fair_lin_bandit` (instance files in hub_cards/fair_lin_bandit.fair_pe/instances.npz). "
 )
 _COMMON = (
-    "Reconstructed from the abstract and LinNash (no paper code): Phase 1 length c1 sqrt(T d log(TK)), a "
-    "Bernstein-type multiplicative width, PE counts with the Bernoulli noise proxy 1/2, LinNash's constants as we "
-    "read its Algorithm 1; c1 and LinNash's Part I multiplier tuned on validation seeds 100-109. Instances are "
+    "Reconstructed from the abstract and LinNash: Phase 1 length c1 sqrt(T d log(TK)), a Bernstein-type "
+    "multiplicative width, PE counts with the Bernoulli noise proxy 1/2; LinNash's constants (3, 16, 6, 2/3, "
+    "caps lambda T~/3) checked against two public implementations (dhruv-sarkar/LinNash and the authors' "
+    "NP-Hardest/FairLinBandit); c1 and LinNash's Part I multiplier tuned on validation seeds 100-109. Instances are "
     "built from river's tables and a synthetic control as the spec says: the paper's datasets and construction "
     "are not available. See zoo/fair_lin_bandit/module.py for every choice."
 )
@@ -64,7 +70,7 @@ register_model(
 register_model(
     "fair_lin_bandit.linnash",
     module=_MODULE,
-    description="LinNash baseline (Sawarni, Pal & Barman 2023): design-mixture Part I, Nash-confidence elimination",
+    description="LinNash baseline (Sawarni, Pal & Barman 2023): round-robin Part I, Nash-confidence elimination",
     model_args={"algorithm": "linnash"},
     requires=("river",),
     extra="bandit",

@@ -219,6 +219,10 @@ def linnash_log(horizon: int, num_arms: int) -> float:
 class LinNashElimination(_Scheduled):
     """LinNash Part II (Sawarni, Pal & Barman 2023): phased elimination with Nash confidence bounds.
 
+    Constants (sources in :mod:`zoo.fair_lin_bandit.module`, item 7): ``T'`` starts at ``2/3`` of Part I's
+    length and doubles, every design arm is pulled ``ceil(lambda_x T')`` times (both public re-implementations);
+    the NCB multiplier 6 and ``nu d log(T K)`` are the finite-arm LNCB/UNCB of dhruv-sarkar/LinNash.
+
     Phase length ``T'`` starts at ``2/3`` of Part I's length and doubles; each phase pulls every support arm of
     the D-optimal design on the active set ``ceil(lambda_x T')`` times, refits theta on the phase's data and
     keeps ``x`` iff ``UNCB(x) >= max_z LNCB(z)`` with ``NCB = <x, theta> +- 6 sqrt(max(<x, theta>, 0) nu d
@@ -281,7 +285,12 @@ def bernstein_width(norms: np.ndarray, mean_reward: np.ndarray, length: int, num
 
 
 def linnash_part1_width(best: np.ndarray, dim: int, length: int, horizon: int, num_arms: int, nu: float = 1.0):
-    """LinNash's Part I elimination width ``16 sqrt(3 gamma nu d log(T K) / T~)`` with gamma = max estimate."""
+    """LinNash's Part I elimination width ``16 sqrt(3 gamma nu d log(T K) / T~)`` with gamma = max estimate.
+
+    The form ``x`` kept iff ``<x, theta> >= gamma - 16 sqrt(3 gamma ...)`` is the one in the FairLinBandit
+    authors' LinNash baseline (NP-Hardest/FairLinBandit, ``algorithms/linnash.py``), which writes the infinite-arm
+    ``d**2.5 log T`` where the finite-arm algorithm has ``d log(T |X|)``.
+    """
     return 16.0 * np.sqrt(3.0 * np.maximum(best, 0.0) * nu * dim * linnash_log(horizon, num_arms) / length)
 
 
@@ -303,6 +312,9 @@ class FairLinBandit:
         rng: Randomness of Phase 1.
         width: ``"bernstein"`` (ours) or ``"linnash"``.
         length: Phase 1 length instead of the formula (0 skips Phase 1 and the elimination).
+        sampler: ``"mixture"`` (ours: i.i.d. draws from ``lambda_1``) or ``"linnash"`` (LinNash's
+            GenerateArmSequence: each round a fair coin picks a uniform draw over the arms, else the next
+            support arm of the design in round-robin order until it has ``ceil(lambda_x T1 / 3)`` such pulls).
         ridge: lambda of the Phase 1 estimate.
         share_phase1: Feed Phase 1's data to ``base.update``.
     """
@@ -318,10 +330,14 @@ class FairLinBandit:
         length: int | None = None,
         ridge: float = 1.0,
         share_phase1: bool = True,
+        sampler: str = "mixture",
     ):
         check_p(p)
         if width not in ("bernstein", "linnash"):
             raise ValueError(f"width must be 'bernstein' or 'linnash', got {width!r}")
+        if sampler not in ("mixture", "linnash"):
+            raise ValueError(f"sampler must be 'mixture' or 'linnash', got {sampler!r}")
+        self.sampler = sampler
         if length is not None and length < 0:
             raise ValueError(f"the Phase 1 length must be >= 0, got {length}")
         self.base, self.horizon, self.p, self.c1, self.width = base, horizon, p, c1, width
@@ -350,6 +366,8 @@ class FairLinBandit:
         design = g_optimal_design(arms, mask)
         support = design > 1e-9
         self.mixture = 0.5 * design + 0.5 * support / support.sum(axis=1, keepdims=True)
+        if self.sampler == "linnash":
+            self._start_round_robin(design, support, mask)
         self.gram = np.tile(self.ridge * np.eye(dim), (batch, 1, 1))
         self.target = np.zeros((batch, dim))
         self.reward_sum = np.zeros(batch)
@@ -361,6 +379,8 @@ class FairLinBandit:
         if self.length is None:
             self._start(arms, mask)
         if self.t < self.length:
+            if self.sampler == "linnash":
+                return self._round_robin_select()
             self.last_probs = self.mixture
             return sample_from(self.mixture, self.rng)
         if self.t == self.length and self.length > 0:
@@ -370,9 +390,42 @@ class FairLinBandit:
         self.last_probs = getattr(self.base, "last_probs", None)
         return chosen
 
+    def _start_round_robin(self, design: np.ndarray, support: np.ndarray, mask: np.ndarray) -> None:
+        """LinNash's GenerateArmSequence state: design support in index order, pull caps, a cyclic pointer."""
+        batch = len(design)
+        width = max(int(support.sum(axis=1).max()), 1)
+        self.rr_arm = np.zeros((batch, width), int)
+        self.rr_cap = np.zeros((batch, width), int)  # 0 pads the short rows: never alive
+        for b in range(batch):
+            arms_b = np.flatnonzero(support[b])
+            self.rr_arm[b, : len(arms_b)] = arms_b
+            self.rr_cap[b, : len(arms_b)] = np.ceil(design[b, arms_b] * self.length / 3.0).astype(int)
+        self.rr_count = np.zeros_like(self.rr_cap)
+        self.rr_next = np.zeros(batch, int)
+        self.uniform = mask / mask.sum(axis=1, keepdims=True)
+
+    def _round_robin_select(self) -> np.ndarray:
+        rows = np.arange(len(self.rr_arm))
+        width = self.rr_arm.shape[1]
+        alive = self.rr_count < self.rr_cap
+        order = (self.rr_next[:, None] + np.arange(width)) % width  # cyclic scan from the pointer
+        slot = order[rows, np.take_along_axis(alive, order, axis=1).argmax(axis=1)]
+        pending = alive.any(axis=1)
+        design_arm = self.rr_arm[rows, slot]
+        from_design = pending & (self.rng.random(len(rows)) >= 0.5)  # the coin: heads "SAMPLE-U", tails "D/G-OPT"
+        chosen = np.where(from_design, design_arm, sample_from(self.uniform, self.rng))
+        self.rr_count[rows[from_design], slot[from_design]] += 1
+        self.rr_next[from_design] = (slot[from_design] + 1) % width
+        # E[mu_x_t | history]: the coin is fresh, so half uniform and half the next round-robin arm
+        probs = self.uniform.copy()
+        probs[pending] *= 0.5
+        probs[rows[pending], design_arm[pending]] += 0.5
+        self.last_probs = probs
+        return chosen
+
     def _eliminate(self, arms: np.ndarray, mask: np.ndarray) -> None:
         batch, num_arms, dim = arms.shape
-        inverse = np.linalg.inv(self.gram)
+        inverse = np.linalg.pinv(self.gram, hermitian=True)  # LinNash's gram has no ridge
         theta = np.einsum("bij,bj->bi", inverse, self.target)
         values = np.einsum("bkd,bd->bk", arms, theta)
         if self.width == "bernstein":
@@ -403,11 +456,15 @@ class FairLinBandit:
 
 
 def linnash(horizon: int, dim: int, num_arms: int, rng: np.random.Generator, multiplier: float = 3.0):
-    """LinNash (Sawarni, Pal & Barman 2023): Part I of ``multiplier sqrt(T d log(T K))`` rounds from the design
-    mixture with its Part I elimination, then :class:`LinNashElimination`; no data is shared across parts."""
+    """LinNash (Sawarni, Pal & Barman 2023): Part I of ``multiplier sqrt(T d log(T K))`` rounds drawn by its
+    GenerateArmSequence (a fair coin between a uniform arm and the capped round-robin over the design), least
+    squares without ridge and its Part I elimination, then :class:`LinNashElimination`; no data is shared
+    across parts. Sources of every constant: :mod:`zoo.fair_lin_bandit.module`, item 7."""
     length = min(linnash_part1_length(horizon, dim, num_arms, multiplier), horizon)
     base = LinNashElimination(horizon, first_length=2.0 * length / 3.0)
-    return FairLinBandit(base, horizon, rng=rng, width="linnash", length=length, share_phase1=False)
+    return FairLinBandit(
+        base, horizon, rng=rng, width="linnash", length=length, ridge=0.0, share_phase1=False, sampler="linnash"
+    )
 
 
 def simulate(policy, arms: np.ndarray, mu: np.ndarray, horizon: int, rng: np.random.Generator) -> dict:

@@ -5,7 +5,8 @@ batched into one simulation per instance (seeds as the batch dimension); the sco
 (expectation over the replicates of each instance). Each arm gets the same number of trials. The test seeds
 0-9 are never touched. Writes ``zoo/fair_lin_bandit/tuning.json``, which ``evaluate.py`` reads as defaults.
 
-Run: ``flock /tmp/zoo-cpu.lock python -m zoo.fair_lin_bandit.tune``
+Run: ``flock /tmp/zoo-cpu.lock python -m zoo.fair_lin_bandit.tune`` (``--arms linnash`` re-tunes one arm and keeps
+the others' record).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -20,6 +22,8 @@ from zoo.fair_lin_bandit.evaluate import C1_GRID, LINNASH_GRID, TUNING_FILE, VAL
 from zoo.fair_lin_bandit.instances import DATASETS, build_instance
 from zoo.fair_lin_bandit.policies import ALGORITHMS, make_policy, simulate
 from zoo.fair_lin_bandit.regret import p_means_regret
+
+TUNED_ARMS = ("fair_pe", "fair_ucb", "linnash")
 
 
 def validation_score(algorithm: str, horizon: int, replicates: int, seeds=VALIDATION_SEEDS, **policy_args) -> float:
@@ -42,18 +46,26 @@ def main(argv=None) -> dict:
     parser.add_argument("--horizon", type=int, default=20_000)
     parser.add_argument("--replicates", type=int, default=2)
     parser.add_argument("--out", default=str(TUNING_FILE))
+    parser.add_argument(
+        "--arms",
+        nargs="+",
+        default=list(TUNED_ARMS),
+        choices=TUNED_ARMS,
+        help="re-tune only these arms (after a change to them); the others keep their record in --out",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    scores: dict[str, dict[str, float]] = {"fair_pe": {}, "fair_ucb": {}, "linnash": {}}
-    for c1 in C1_GRID:
-        for arm in ("fair_pe", "fair_ucb"):
-            scores[arm][str(c1)] = validation_score(arm, args.horizon, args.replicates, c1=c1)
-            print(f"{arm} c1={c1}: {scores[arm][str(c1)]:.4f}", flush=True)
-    for multiplier in LINNASH_GRID:
-        scores["linnash"][str(multiplier)] = validation_score(
-            "linnash", args.horizon, args.replicates, linnash_multiplier=multiplier
-        )
-        print(f"linnash multiplier={multiplier}: {scores['linnash'][str(multiplier)]:.4f}", flush=True)
+    previous = json.loads(Path(args.out).read_text()) if Path(args.out).is_file() else {}
+    scores: dict[str, dict[str, float]] = {arm: previous.get("scores", {}).get(arm, {}) for arm in TUNED_ARMS}
+    seconds = dict(previous.get("seconds_per_arm", {}))
+    for arm in args.arms:
+        arm_started = time.perf_counter()
+        scores[arm] = {}
+        for value in LINNASH_GRID if arm == "linnash" else C1_GRID:
+            key = "linnash_multiplier" if arm == "linnash" else "c1"
+            scores[arm][str(value)] = validation_score(arm, args.horizon, args.replicates, **{key: value})
+            print(f"{arm} {key}={value}: {scores[arm][str(value)]:.4f}", flush=True)
+        seconds[arm] = round(time.perf_counter() - arm_started, 1)
     best = {arm: min(table, key=table.get) for arm, table in scores.items()}
     record = {
         "c1_pe": float(best["fair_pe"]),
@@ -61,8 +73,10 @@ def main(argv=None) -> dict:
         "linnash_multiplier": float(best["linnash"]),
         "criterion": f"mean Nash regret at T={args.horizon}, 5 instances x validation seeds 100-109, "
         f"{args.replicates} replicates each",
+        "trials": {arm: len(table) for arm, table in scores.items()},
         "scores": scores,
-        "seconds": round(time.perf_counter() - started, 1),
+        "seconds_per_arm": seconds,
+        "last_run": {"arms": args.arms, "seconds": round(time.perf_counter() - started, 1)},
     }
     with open(args.out, "w") as handle:
         json.dump(record, handle, indent=2)
