@@ -48,6 +48,8 @@ class ExportPretrained(pl.Callback):
         return path if path.is_absolute() else Path(trainer.log_dir or trainer.default_root_dir) / path
 
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        # Under DDP trainer.log_dir is a collective (rank 0 broadcasts it): every rank must ask, or rank 0 hangs.
+        folder = self.export_dir(trainer)
         if not trainer.is_global_zero:
             return
         from zoo import __version__, save_pretrained
@@ -73,7 +75,7 @@ class ExportPretrained(pl.Callback):
             "command": RUN_INFO.get("command"),
             "config": RUN_INFO.get("config"),
         }
-        self.last_export = save_pretrained(pl_module, self.export_dir(trainer), training=training)
+        self.last_export = save_pretrained(pl_module, folder, training=training)
         if self.dirpath is None:
             self._link_latest(trainer, self.last_export)
 
