@@ -54,6 +54,7 @@ import lightning.pytorch as pl
 import numpy as np
 import torch
 
+from zoo._distributed import refuse_distributed
 from zoo._errors import ZooError
 from zoo._inference import ImageClassifierMixin
 from zoo.common.datasets import FASHION_MNIST_CLASSES
@@ -150,6 +151,9 @@ class FedGRModule(ImageClassifierMixin, pl.LightningModule):
 
     def configure_optimizers(self) -> None:
         return None
+
+    def setup(self, stage: str) -> None:
+        refuse_distributed(self, "each process would run the whole federation; scale FedGR out with Flower", stage)
 
     def _start(self, federation: Federation) -> None:
         spec = federation.spec
