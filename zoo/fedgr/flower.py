@@ -13,8 +13,9 @@ Engines:
 * :func:`run_simulation`: Flower's simulation runtime (Ray), one virtual SuperNode per client;
 * :func:`run_loopback`: the same ServerApp logic against :class:`LoopbackGrid`, an in-process Grid that
   serialises every message through Flower's protobuf codec (tests, debugging, no Ray);
-* a real deployment: ``make_server_app`` / ``make_client_app`` in a Flower app, with each SuperNode
-  started with ``--node-config "partition-id=K"``.
+* a real deployment (:mod:`zoo.fedgr.deploy`): a SuperLink, one SuperNode per client started with
+  ``--node-config "partition-id=K"``, and ``flwr run`` of the app that :func:`zoo.fedgr.deploy.write_app`
+  writes; the ServerApp and every ClientApp run in processes of their own.
 
 With the same seeds, every engine gives the same global weights as the in-process Lightning loop.
 """
@@ -271,20 +272,25 @@ def _client_state(context: Context) -> State | None:
     return context.state[CLIENT_STATE].to_torch_state_dict()
 
 
-def make_client_app(spec: FederationSpec, client_id_of: Callable[[Context], int] | None = None) -> ClientApp:
+def make_client_app(
+    spec: FederationSpec | Callable[[Context], FederationSpec], client_id_of: Callable[[Context], int] | None = None
+) -> ClientApp:
     """A Flower ``ClientApp`` that trains the client given by its node config on its share of ``spec``.
 
     Args:
-        spec: The federation; each SuperNode rebuilds it and keeps only its own client's data.
+        spec: The federation, or a function of the node's Context that gives it (a deployed ClientApp reads it
+            from the run config, see :mod:`zoo.fedgr.deploy`); each node rebuilds it and keeps only its own
+            client's data.
         client_id_of: Maps a node's Context to its client id (default: ``node_config["partition-id"]``).
     """
     client_id_of = client_id_of or (lambda context: int(context.node_config[PARTITION_KEY]))
+    spec_of = spec if callable(spec) else (lambda context: spec)
     app = ClientApp()
 
     @app.query()
     def query(message: Message, context: Context) -> Message:
         client_id = client_id_of(context)
-        size = len(fashion_mnist_federation(spec).client_samples[client_id])
+        size = len(fashion_mnist_federation(spec_of(context)).client_samples[client_id])
         return Message(
             RecordDict({CONFIG: ConfigRecord({"client-id": client_id, "num-examples": size})}), reply_to=message
         )
@@ -295,7 +301,7 @@ def make_client_app(spec: FederationSpec, client_id_of: Callable[[Context], int]
         client_id = client_id_of(context)
         if task.client_id != client_id:
             raise ValueError(f"a task for client {task.client_id} reached the node of client {client_id}")
-        trainer = _trainer(spec, client_id, json.dumps(dataclasses.asdict(run)))
+        trainer = _trainer(spec_of(context), client_id, json.dumps(dataclasses.asdict(run)))
         update, state = trainer.fit(global_state, task, _client_state(context))
         context.state[CLIENT_STATE] = ArrayRecord(_cpu(state)) if state else ArrayRecord()
         return Message(update_to_content(update), reply_to=message)
