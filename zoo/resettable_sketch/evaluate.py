@@ -47,7 +47,7 @@ from zoo.resettable_sketch.sketches import (
 from zoo.resettable_sketch.streams import Adversary, churn_stream, word_stream
 
 THETA_LG_K = 12  # chosen on validation from {11, 12} (benchmarks/resettable_sketch_calibration.py)
-HASH_RATE = 0.2  # chosen on validation from {0.2, 0.5}
+HASH_RATE = 0.5  # chosen on validation from {0.2, 0.5} (benchmarks/resettable_sketch_calibration.py)
 CHUNK = 4096
 THROUGHPUT_CHUNK = 65_536
 WITHIN = 0.15
@@ -87,13 +87,20 @@ PROTOCOL = Protocol(
             {"alpha": [0.15, 0.1]},
             2,
             "k, rate and f_min from calibrate(alpha, eps=1, horizon=2**20-1, z=2); alpha chosen on validation "
-            "seeds 100-104 (both attacks, words): the smallest k whose word-stream error met 0.1 on every seed",
+            "seeds 100-104 (both attacks, words): the smallest k meeting every validation criterion; alpha 0.15 "
+            "(k 13,672) kept 100% of attack probes within 0.15 but ended words at 0.136 and 0.103 on seeds 100-101",
         ),
         "hash_threshold": Tuning(
-            "validation", {"rate": [0.2, 0.5]}, 2, "lowest mean final error over both attacks, seeds 100-101"
+            "validation",
+            {"rate": [0.2, 0.5]},
+            2,
+            "lowest mean final error over both attacks, seeds 100-101: 0.5 (1.00) over 0.2 (2.50)",
         ),
         "datasketches_theta": Tuning(
-            "validation", {"lg_k": [11, 12]}, 2, "lowest mean final error over both attacks, seeds 100-101"
+            "validation",
+            {"lg_k": [11, 12]},
+            2,
+            "lowest mean final error over both attacks, seeds 100-101: 12 (1.57) over 11 (2.63)",
         ),
         "robust_noiseless": Tuning("none", {}, 0, "the robust arm's k and rate, eps = infinity"),
     },
@@ -238,10 +245,8 @@ def claims(result: dict) -> list[Claim]:
         ))  # fmt: skip
         for arm in ("hash_threshold", "datasketches_theta"):
             worst_case = min(run[f"rel_err_final_{mode}"] for run in per_seed[arm].values())
-            out.append(Claim.at_least(
-                f"{arm}_{mode}_broken", f"{arm}: the {mode} attack ends with error > 0.5 on every seed", worst_case,
-                0.5 + 1e-9,
-            ))  # fmt: skip
+            text = f"{arm}: the {mode} attack ends with error above 0.5 on every seed"
+            out.append(Claim(f"{arm}_{mode}_broken", text, round(worst_case, 6), 0.5, bool(worst_case > 0.5)))
         out.append(beats(result, f"rel_err_final_{mode}", "robust", "hash_threshold", 0.5, higher_is_better=False))
     out += [
         Claim.at_most(
