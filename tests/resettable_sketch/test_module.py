@@ -121,11 +121,11 @@ def test_a_seeded_stream_gives_identical_estimates_across_save_and_load(tmp_path
 def test_ddp_is_refused_with_one_line():
     from types import SimpleNamespace
 
-    from zoo._errors import ZooError
+    from zoo._distributed import DistributedRefusedError
 
     module = ResettableSketchModule(capacity=64)
-    module._trainer = SimpleNamespace(world_size=2)
-    with pytest.raises(ZooError, match="cannot run under DDP .*diverge"):
+    module._trainer = SimpleNamespace(world_size=2, strategy=SimpleNamespace())
+    with pytest.raises(DistributedRefusedError, match="cannot validate in 2 processes .*silently diverge"):
         module.setup("validate")
     module._trainer = SimpleNamespace(world_size=1)
     module.setup("validate")

@@ -205,12 +205,15 @@ class ResettableSketchModule(pl.LightningModule):
         self._core = None
 
     def setup(self, stage: str) -> None:
-        world_size = getattr(self._trainer, "world_size", 1) if self._trainer is not None else 1
-        if world_size > 1:
-            raise ZooError(
-                f"ResettableSketchModule cannot run under DDP (world_size={world_size}): each rank would hold its "
-                "own copy of the sketch's keys, coins and tree, and the copies would silently diverge; use devices=1"
-            )
+        from zoo._distributed import refuse_distributed
+
+        refuse_distributed(
+            self,
+            "each rank would hold its own copy of the sketch's keys, coins and tree, and the copies would silently "
+            "diverge",
+            stage,
+            stages=("fit", "validate", "test", "predict"),
+        )
 
     @staticmethod
     def _done(core) -> None:
