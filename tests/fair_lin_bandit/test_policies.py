@@ -192,3 +192,10 @@ def test_nonpositive_means_with_nonpositive_p_name_the_floor():
 def test_dimension_mismatch_is_rejected():
     with pytest.raises(ValueError, match="does not match"):
         check_instance(np.eye(3), np.ones(4), np.full(3, 0.5))
+
+
+def test_unknown_phase1_sampler_or_width_is_rejected():
+    with pytest.raises(ValueError, match="sampler must be"):
+        FairLinBandit(OFUL(100), 100, sampler="john")
+    with pytest.raises(ValueError, match="width must be"):
+        FairLinBandit(OFUL(100), 100, width="hoeffding")
