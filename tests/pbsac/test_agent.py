@@ -103,24 +103,58 @@ def test_complexity_term_widens_a_too_narrow_posterior():
     assert float(agent.posterior_kl().detach()) == pytest.approx(2 * 9 * (math.log(100) + 0.5 * 1e-4 - 0.5), rel=1e-3)
 
 
-def test_certificate_on_a_short_rollout():
-    from zoo.pbsac.certificate import certify
+def test_certificate_phase_on_a_few_episodes():
+    from zoo.pbsac.certificate import REWARD_RANGES, certify, loss_scale
     from zoo.pbsac.rollout import ActionScaler
 
     torch.manual_seed(0)
-    agent = SACAgent(3, 1, SACConfig(hidden=16))
-    agent.loss_scale.fill_(50.0)
+    agent = SACAgent(3, 1, SACConfig(hidden=16, sigma_init=0.05))
     slices = ReplayBuffer(1, 3, 1).slices
     scaler = ActionScaler(np.array([-2.0], dtype=np.float32), np.array([2.0], dtype=np.float32))
-    certificate = certify(agent, "Pendulum-v1", scaler, slices, steps=400, chains=2, fresh_rollouts=2, fresh_steps=50)
-    assert certificate.n == 400 and certificate.kl == 0.0 and certificate.t_mix >= 1.0
-    assert certificate.value > certificate.iid_value > certificate.empirical_risk >= 0.0
-    assert 0.0 <= certificate.fresh_loss <= 1.0
-    assert certificate.covered == (certificate.value >= certificate.fresh_loss)
-    tuned = certify(agent, "Pendulum-v1", scaler, slices, steps=400, chains=2, posterior_steps=20, fresh_rollouts=0)
-    assert tuned.kl > 0.0 and math.isnan(tuned.fresh_loss)
+    rewards = REWARD_RANGES["Pendulum-v1"]
+    prior = [p.clone() for p in agent.critic.head_posterior()]
+    certificate, (mean, std) = certify(
+        agent, "Pendulum-v1", scaler, slices, rewards, 200, episodes=4, posterior_steps=20, check_episodes=2
+    )
+    assert certificate.episodes == 4 and certificate.n == 800
+    assert certificate.scale == pytest.approx(loss_scale(rewards))
+    assert certificate.kl > 0.0 and not torch.equal(mean, prior[0])  # the posterior moved and pays for it
+    assert certificate.empirical_risk <= certificate.prior_risk  # ... because moving lowered the bound's risk term
+    assert certificate.value > certificate.iid_value > certificate.empirical_risk >= 0.0  # 4 blocks vs 800 rows
+    assert 0.0 <= certificate.fresh_loss <= 1.0 and certificate.covered == (certificate.value >= certificate.fresh_loss)
+    assert certificate.return_bound <= certificate.return_mean <= 0.0
+    assert torch.equal(agent.critic.head_posterior()[0], prior[0])  # certify leaves the agent as it was
+    frozen, _ = certify(agent, "Pendulum-v1", scaler, slices, rewards, 200, episodes=2, posterior_steps=0,
+                        check_episodes=0)  # fmt: skip
+    assert frozen.kl == 0.0 and math.isnan(frozen.fresh_loss) and frozen.empirical_risk == frozen.prior_risk
     with pytest.raises(ValueError, match="bayesian=True"):
-        certify(SACAgent(3, 1, SACConfig(hidden=16, bayesian=False)), "Pendulum-v1", scaler, slices, steps=10)
+        certify(SACAgent(3, 1, SACConfig(hidden=16, bayesian=False)), "Pendulum-v1", scaler, slices, rewards, 200)
+
+
+def test_reward_ranges_give_m_and_the_return_range():
+    from zoo.pbsac.certificate import loss_scale, return_range, reward_range
+
+    low, high = reward_range("Pendulum-v1")
+    assert low == pytest.approx(-(math.pi**2 + 6.4 + 0.004)) and high == 0.0
+    assert loss_scale((low, high)) == pytest.approx(low**2)
+    assert return_range((-1.0, 2.0), 0.5, 3) == pytest.approx((-1.75, 3.5))  # (1 + 0.5 + 0.25) r
+    assert reward_range("HalfCheetah-v5", [-5, 5]) == (-5.0, 5.0)
+    with pytest.raises(ValueError, match="give reward_range"):
+        reward_range("HalfCheetah-v5")
+    with pytest.raises(ValueError, match="r_min < r_max"):
+        reward_range("Pendulum-v1", [1.0, 1.0])
+
+
+def test_module_refuses_ddp_because_its_replay_buffer_would_diverge():
+    from types import SimpleNamespace
+
+    from zoo.pbsac.module import PBSACModule
+
+    module = PBSACModule()
+    module._trainer = SimpleNamespace(world_size=2)
+    with pytest.raises(ValueError, match="cannot train under DDP.*replay") as error:
+        module.on_fit_start()
+    assert "\n" not in str(error.value)
 
 
 def test_module_rejects_bad_settings_with_clear_messages():
@@ -131,12 +165,25 @@ def test_module_rejects_bad_settings_with_clear_messages():
         PBSACModule(env_id="NoSuchEnv-v0")
     with pytest.raises(ValueError, match="Box observation and action space"):
         PBSACModule(env_id="CartPole-v1")
-    with pytest.raises(ValueError, match="certificate_every=0"):
+    with pytest.raises(ValueError, match="certificate_episodes=0"):
         PBSACModule(bayesian=False)
+    with pytest.raises(ValueError, match="r_min < r_max"):
+        PBSACModule(reward_range=[0.0, 0.0])
+    if _has_mujoco():  # rewards without known bounds: certificates need them given
+        with pytest.raises(ValueError, match="give reward_range"):
+            PBSACModule(env_id="HalfCheetah-v5")
     with pytest.raises(ValueError, match="learning_starts"):
         PBSACModule(learning_starts=0)
     with pytest.raises(ValueError, match="total_steps and steps_per_batch"):
         PBSACDataModule(total_steps=0)
+
+
+def _has_mujoco() -> bool:
+    try:
+        import mujoco  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def test_forward_rescales_to_the_action_box_and_kappa_anneals():

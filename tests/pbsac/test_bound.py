@@ -121,3 +121,52 @@ def test_markov_bound_with_estimated_mixing_time_covers():
     result = ar1_coverage(0.99, 20_000, repeats=200, posterior="fixed", t_mix="estimated", seed=3)
     assert result.markov_coverage >= 0.95, result
     assert result.markov_mean < 1.0, result  # and still informative
+
+
+def test_gaussian_kl_matches_torch_distributions():
+    generator = torch.Generator().manual_seed(4)
+    mean_q, mean_p = torch.randn(258, generator=generator), torch.randn(258, generator=generator)
+    std_q, std_p = torch.rand(258, generator=generator) + 0.01, torch.rand(258, generator=generator) + 0.01
+    reference = torch.distributions.kl_divergence(
+        torch.distributions.Normal(mean_q, std_q), torch.distributions.Normal(mean_p, std_p)
+    ).sum()
+    assert float(gaussian_kl(mean_q, std_q, mean_p, std_p)) == pytest.approx(float(reference), rel=1e-5)
+    from zoo.pbsac.certificate import _kl  # the certificate's float64 KL
+
+    assert _kl(mean_q, std_q, mean_p, std_p) == pytest.approx(float(reference), rel=1e-5)
+
+
+def test_block_bound_equals_hand_computation_on_ar1_chains():
+    """The certificate's bound (episodes as independent blocks) on T independent AR(1) chains, by hand."""
+    from zoo.pbsac.certificate import episode_means
+    from zoo.pbsac.mixing import ar1_chains
+
+    lengths = torch.tensor([120, 80, 100, 100, 60] * 8)  # T = 40 blocks of varying length
+    x = [ar1_chains(0.9, int(h) + 1, 1, seed=i)[0] for i, h in enumerate(lengths)]
+    losses = np.concatenate([np.minimum(1.0, (c[1:] - 0.45 * c[:-1]) ** 2) for c in x])
+    kl, delta, grid = 2.5, 0.05, 20
+    blocks = episode_means(torch.from_numpy(losses), lengths)
+    bound = pac_bayes_bound(float(blocks.mean()), kl, len(lengths), 1.0, delta, grid)
+    starts = np.concatenate([[0], np.cumsum(lengths.numpy())[:-1]])
+    by_hand_risk = np.mean([losses[s : s + h].mean() for s, h in zip(starts, lengths.numpy())])
+    lams = [math.sqrt(8 * 40) * 10 ** (3 * j / 19) for j in range(grid)]
+    by_hand = by_hand_risk + min((kl + math.log(grid / delta)) / lam + lam / (8 * 40) for lam in lams)
+    assert bound.value == pytest.approx(by_hand, rel=1e-10)
+    # Per-transition i.i.d. bound on the same losses: n = 4000 instead of 40, a tenth of the margin.
+    iid = iid_pac_bayes_bound(float(losses.mean()), kl, len(losses), delta, grid)
+    assert iid.complexity < 0.11 * bound.complexity
+
+
+def test_block_bound_covers_ar1_risk_where_the_iid_bound_does_not():
+    """Blocks of a slowly mixing AR(1) chain: the block bound covers the exact risk, the i.i.d. one under-covers."""
+    from zoo.pbsac.mixing import ar1_chains
+
+    phi, blocks, length, repeats = 0.99, 40, 500, 200
+    truth = float(stationary_risk(0.5 * phi, phi))
+    covered, iid_covered = 0, 0
+    for r in range(repeats):
+        x = ar1_chains(phi, length + 1, blocks, seed=1000 + r)
+        losses = np.minimum(1.0, (x[:, 1:] - 0.5 * phi * x[:, :-1]) ** 2)
+        covered += pac_bayes_bound(float(losses.mean(1).mean()), 0.0, blocks, 1.0).value >= truth
+        iid_covered += iid_pac_bayes_bound(float(losses.mean()), 0.0, losses.size).value >= truth
+    assert covered / repeats >= 0.95 and iid_covered / repeats < 0.9, (covered, iid_covered)

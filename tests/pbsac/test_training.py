@@ -31,17 +31,35 @@ def test_schedule_chunks_sum_to_total():
 def test_pendulum_fit_logs_certificates_and_counts_steps():
     pl.seed_everything(0, verbose=False)
     module = PBSACModule(
-        learning_starts=100, batch_size=32, prior_refresh=100, certificate_every=150, certificate_steps=400,
-        certificate_chains=2, fresh_rollouts=2,
+        learning_starts=100, batch_size=32, prior_refresh=100, certificate_every=150, certificate_episodes=2,
+        certificate_posterior_steps=5, check_episodes=1,
     )  # fmt: skip
     trainer = _fit(module, total_steps=400, steps_per_batch=200)
     assert int(module.env_steps) == 400 and module.buffer.size == 400
     assert trainer.global_step == 300  # one update per step after the 100 warm-up steps
-    assert [c["step"] for c in module.certificates] == [150, 300, 400]  # every 150 steps, plus the end
-    assert float(module.agent.loss_scale) > 1.0  # M was frozen from the warm-up TD errors
+    assert [(c["step"], c["final"]) for c in module.certificates] == [(150, False), (300, False), (400, True)]
+    assert float(module.agent.loss_scale) > 1.0  # the training objective's normaliser, from the warm-up
+    assert all(c["scale"] == pytest.approx(16.2736044**2, rel=1e-6) for c in module.certificates)  # M: rewards
     assert "certificate/value" in trainer.callback_metrics and "train/return" in trainer.callback_metrics
     meta = module.export_metadata()
-    assert meta["certificate"]["step"] == 400 and meta["certificate"]["n"] == 400
+    assert meta["certificate"]["step"] == 400 and meta["certificate"]["n"] == 400 and meta["certificate"]["kl"] > 0
+
+
+def test_final_certificate_phase_keeps_the_certified_posterior_and_nothing_else():
+    pl.seed_everything(1, verbose=False)
+    module = PBSACModule(learning_starts=50, batch_size=16, certificate_episodes=2, certificate_posterior_steps=5,
+                         check_episodes=0)  # fmt: skip
+    _fit(module, total_steps=100, steps_per_batch=100)
+    after = module.agent.critic.head_posterior()
+    state = {k: v.clone() for k, v in module.state_dict().items()}
+    pl.seed_everything(1, verbose=False)
+    plain = PBSACModule(learning_starts=50, batch_size=16, certificate_episodes=0, bayesian=True)
+    _fit(plain, total_steps=100, steps_per_batch=100)
+    before = plain.agent.critic.head_posterior()
+    assert not torch.allclose(after[0], before[0]) and not torch.allclose(after[1], before[1])
+    for key, value in plain.state_dict().items():  # actor, hidden layers, targets: as trained
+        if "head" not in key or "target" in key:
+            assert torch.allclose(value, state[key], atol=1e-5), key
 
 
 def test_fit_is_reproducible_and_certificates_do_not_change_training():
@@ -49,7 +67,7 @@ def test_fit_is_reproducible_and_certificates_do_not_change_training():
     for certificate_every in (0, 100):
         pl.seed_everything(3, verbose=False)
         module = PBSACModule(learning_starts=50, batch_size=16, certificate_every=certificate_every,
-                             certificate_steps=100, certificate_chains=1, fresh_rollouts=0)  # fmt: skip
+                             certificate_episodes=1, certificate_posterior_steps=2, check_episodes=0)  # fmt: skip
         _fit(module, total_steps=150, steps_per_batch=150)
         runs.append(module.agent.actor.mean_log_std.weight.detach().clone())
     # Same random numbers with or without certificates (forked RNG); BLAS may differ in the last bits
@@ -61,11 +79,9 @@ def test_fit_is_reproducible_and_certificates_do_not_change_training():
 def test_mujoco_recipes_environments_train(env_id):
     pytest.importorskip("mujoco")
     pl.seed_everything(0, verbose=False)
-    module = PBSACModule(env_id=env_id, learning_starts=32, batch_size=16, certificate_every=0,
-                         certificate_steps=64, certificate_chains=1, fresh_rollouts=1)  # fmt: skip
+    module = PBSACModule(env_id=env_id, learning_starts=32, batch_size=16, certificate_episodes=0)
     _fit(module, total_steps=64, steps_per_batch=64)
-    assert int(module.env_steps) == 64 and len(module.certificates) == 1
-    assert 0.0 <= module.certificates[0]["empirical_risk"] <= 1.0
+    assert int(module.env_steps) == 64 and module.certificates == []
     assert module(torch.zeros(1, module.obs_dim)).shape == (1, module.act_dim)
 
 

@@ -13,23 +13,20 @@ PAPER = PaperRef(
 )
 
 _COMMON_NOTES = (
-    "Reconstructed (the zoo's spec had the abstract only): the bound is Paulin's Markov McDiarmid (C = 9 t_mix) "
-    "+ Donsker-Varadhan + a 20-point lambda grid, delta = 0.05, on the critic's normalised clipped TD loss "
-    "min(1, (Q - y)^2 / M), M = 99th percentile of the initial critic's squared TD errors on the warm-up data "
-    "(stored in config.json). A third-party summary of the paper says its Theorem 3.2 bounds the policy's "
-    "discounted-return loss over trajectories instead; that bound is not implemented here. t_mix is the "
-    "integrated autocorrelation time of the loss series (Sokal window), so every certificate is conditional on "
-    "that estimate. The posterior sits on the critics' last layer only (2 x 129 weights); hidden layers are point "
-    "estimates. Certificates use the checkpoint posterior as a data-dependent prior (KL = 0) on 30k fresh "
-    "transitions (10 chains of 3k steps), every 2.5k steps, checked against 20 fresh episodes. Because M is "
-    "frozen at the warm-up scale while Q grows, the normalised loss and the certificate rise during training. "
-    "With KL = 0 the certificate is a held-out test bound of the frozen critic, each agent normalised by its own "
-    "M: the eval's reference_untrained (random actor and critic after the warm-up, certified by the same code) "
-    "gets a certificate only somewhat above the trained agent's, far less apart than their returns (see the "
-    "card's claims; issue 17 redesigns the certificate). The i.i.d. bound (C = 1) is reported beside it; its "
-    "under-coverage on slowly mixing chains is shown on a synthetic AR(1) chain in tests/pbsac. Trained for 15k "
-    "environment steps on CPU (one intra-op thread); the MuJoCo recipes (InvertedPendulum-v5, HalfCheetah-v5) "
-    "are provided for longer runs and were only smoke-tested."
+    "Reconstructed (the zoo's spec had the abstract only). Certificate (issue 17): training ends with a "
+    "certificate phase. At the freeze the policy, the critics' hidden layers and the target critics are fixed; "
+    "the prior is the critics' last-layer posterior at the freeze (learned on the training data before it, which "
+    "the bound excludes); 200 episodes of the frozen exploration policy train the posterior away from it "
+    "(KL > 0, paid in the bound) and the bound is evaluated on them. Loss: min(1, (Q - y)^2 / M) with "
+    "M = (r_max - r_min)^2 from the task's reward bounds. Dependence: each episode (own reset seed, frozen "
+    "policy) is one independent block, so Hoeffding + Donsker-Varadhan + a 20-point lambda grid hold with "
+    "n = 200 episodes and no mixing-time estimate (delta = 0.05); the i.i.d. bound over the 40k transitions is "
+    "reported beside it and is not valid. Return bound (the paper's Theorem 3.2, reconstructed with the "
+    "episodes as blocks): a lower bound on the frozen policy's expected discounted return. Both are checked on "
+    "100 held-out episodes (seeds 2e6 + i). The posterior sits on the critics' last layer only (2 x 129 weights). "
+    "Trained for 15k environment steps on CPU (one intra-op thread); `zoo eval pbsac` also trains and certifies "
+    "MountainCarContinuous-v0 (recipes/pbsac/mountain_car.yaml, the exploration task). The MuJoCo recipes "
+    "(InvertedPendulum-v5, HalfCheetah-v5) are provided for longer runs and were only smoke-tested."
 )
 
 register_model(
@@ -46,16 +43,16 @@ register_model(
         "--data.init_args.steps_per_batch=64",
         "--model.init_args.learning_starts=32",
         "--model.init_args.batch_size=16",
-        "--model.init_args.certificate_steps=400",
-        "--model.init_args.certificate_chains=2",
-        "--model.init_args.fresh_rollouts=2",
+        "--model.init_args.certificate_episodes=2",
+        "--model.init_args.certificate_posterior_steps=2",
+        "--model.init_args.check_episodes=2",
         "--model.init_args.eval_episodes=1",
     ),
     pretrained_cfg=PretrainedCfg(
         paper=PAPER,
         sha256={
-            "config.json": "b1385766591af1249826bbe48ca9cef554defc5af1765932d12afd7c2a1ab328",
-            "model.safetensors": "ed8a76fa236f4efbc08a1502567d0741839633a0969fa55264b2137ba4632703",
+            "config.json": "93bcde29f2c62d0afd749e31b93c127d6cb7d41af9b8c7e3f4ade3faef2a1b34",
+            "model.safetensors": "adecdbabaac85a18db3ba9f70d7ebf11beae89b007e89dada90f96155b3e1ea4",
         },
         task="reinforcement-learning",
         datasets=("Pendulum-v1",),
@@ -69,7 +66,7 @@ register_model(
     "pbsac.sac_pendulum",
     module="zoo.pbsac.module:PBSACModule",
     description="SAC baseline of PB-SAC (same code, deterministic critics, no bound) on Pendulum-v1",
-    model_args={"bayesian": False, "bound_weight": 0.0, "kappa": 0.0, "certificate_every": 0},
+    model_args={"bayesian": False, "bound_weight": 0.0, "kappa": 0.0, "certificate_episodes": 0},
     requires=("gymnasium",),
     extra="rl",
     arm="sac",
@@ -83,7 +80,7 @@ register_model(
     pretrained_cfg=PretrainedCfg(
         paper=PAPER,
         sha256={
-            "config.json": "587698d910dffdc3568ca22fa0a464825377901492a2a18489863d7d2c17eea3",
+            "config.json": "732a7f3049242a81fd36582f340250f50bb98261a05fe5bf5d90fdaeba8792d3",
             "model.safetensors": "d90df04c16c77cdffe678163da1ff736424ba204cdd3cf52c10cc4c65935e6b2",
         },
         task="reinforcement-learning",

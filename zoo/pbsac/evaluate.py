@@ -1,99 +1,171 @@
-"""``zoo eval pbsac``: PB-SAC against SAC on Pendulum-v1: returns, certificates, and two references.
+"""``zoo eval pbsac``: PB-SAC against SAC on Pendulum-v1 and on MountainCarContinuous-v0 (exploration).
 
-Arms: ``pbsac`` and ``sac`` train their recipes (recipes/pbsac/pendulum.yaml, sac_pendulum.yaml; identical
-networks, hyper-parameters and seeds); seed 0 is the published checkpoint, whose certificates (computed during
-training, every 2.5k steps and at the end) are read from its config.json. ``reference_untrained`` is the
-PB-SAC recipe stopped after its 1k-step uniform warm-up: random actor and critic, loss scale M frozen, then
-certified by the same code. ``reference_random_policy`` plays uniform random actions (return only).
+Arms, each on both tasks:
 
-Metrics per seed: ``return_mean`` over ``eval_episodes`` deterministic episodes (environment seeds 1e6, 1e6+1,
-...); for certified arms the final ``certificate`` (Markov-aware bound), ``certificate_iid`` (C = 1), the
-``fresh_loss`` it must cover, ``t_mix``, and ``coverage`` / ``coverage_iid`` (the fraction of checkpoints where
-the bound is at least the loss on 20 fresh rollouts). About 9 minutes on 2 cores (pbsac, sac train seeds 1, 2).
+* ``pbsac`` and ``sac`` train their recipes (identical networks, hyper-parameters and seeds). On Pendulum
+  seed 0 is the published checkpoint, whose certificates are read from its config.json; MountainCar is
+  always trained (recipes/pbsac/mountain_car.yaml, SAC by the switches in ``SAC_ARGS``).
+* ``pbsac_no_exploration``: PB-SAC with kappa = 0 (the posterior and its certificate, no optimism).
+* ``reference_untrained``: the PB-SAC recipe stopped after its uniform random warm-up (random actor and
+  critic, no gradient step), then certified by the same code.
+* ``reference_random_policy``: uniform random actions (return only).
+
+Metrics per seed (MountainCar's carry the prefix ``mcc_``): ``return_mean`` over ``eval_episodes``
+deterministic episodes (environment seeds 1e6 + i); for certified arms, from the final certificate phase
+(zoo.pbsac.certificate): ``certificate`` (TD-loss bound, episodes as independent blocks), ``certificate_iid``,
+``kl``, ``empirical_risk``, ``prior_risk``, ``fresh_loss`` (held-out episodes), ``return_bound`` (lower bound on
+the discounted return) and ``policy_certificate`` (the same, normalised), and, over all the run's
+certificates, ``coverage`` / ``coverage_iid`` / ``return_coverage`` on held-out episodes.
 """
 
 from __future__ import annotations
 
 import torch
 
-from zoo._eval import Claim, Protocol, Setting, Tuning, beats
+from zoo._eval import Claim, Protocol, Setting, Tuning, beats, fit_recipe
 from zoo._figures import bar_panel
 from zoo._serialization import read_config
+
+MCC_RECIPE = "recipes/pbsac/mountain_car.yaml"
+#: Task prefixes of the metrics: Pendulum (the published checkpoints) has none.
+TASKS = {"": "Pendulum-v1", "mcc_": "MountainCarContinuous-v0"}
+SAC_ARGS = (
+    "--model.init_args.bayesian=false",
+    "--model.init_args.bound_weight=0",
+    "--model.init_args.kappa=0",
+    "--model.init_args.certificate_every=0",
+    "--model.init_args.certificate_episodes=0",
+)
+ARM_ARGS = {
+    "pbsac": (),
+    "sac": SAC_ARGS,
+    "pbsac_no_exploration": ("--model.init_args.kappa=0",),
+    # Stopped when its first update would run: warm-up only, then the final certificate phase.
+    "reference_untrained": (
+        "--data.init_args.total_steps=1000",
+        "--model.init_args.learning_starts=1000",
+        "--trainer.limit_val_batches=0",
+    ),
+}
+CERTIFICATE_KEYS = ("certificate", "certificate_iid", "kl", "empirical_risk", "prior_risk", "fresh_loss")
 
 # fmt: off
 PROTOCOL = Protocol(
     method="pbsac",
     baselines=("sac",),
+    ablations=("pbsac_no_exploration",),
     references=("reference_untrained", "reference_random_policy"),
     settings={
         "total_steps": Setting(
-            15_000, "environment steps of training; kappa anneals over them (>= the 5k validation interval)",
+            15_000, "Pendulum environment steps of training; kappa anneals over them",
             recipe_keys=("data.init_args.total_steps", "model.init_args.kappa_anneal_steps"), minimum=5_000,
         ),
-        "eval_episodes": Setting(10, "deterministic evaluation episodes per agent and seed", minimum=1),
-        "env": Setting(
-            "Pendulum-v1", "gymnasium task (the MuJoCo ones are far from converged at this budget)",
-            choices=("Pendulum-v1", "InvertedPendulum-v5", "HalfCheetah-v5"), recipe_keys=("model.init_args.env_id",),
+        "mcc_total_steps": Setting(
+            15_000, "MountainCarContinuous environment steps of training (0: leave the task out)", minimum=0,
         ),
+        "eval_episodes": Setting(10, "deterministic evaluation episodes per agent, task and seed", minimum=1),
     },
     tuning={
         "pbsac": Tuning("none", {}, 0, "SAC constants and the bound's constants fixed by the spec (02-pbsac.md)"),
         "sac": Tuning("none", {}, 0, "the same SAC constants as pbsac (Stable-Baselines3 defaults)"),
+        "pbsac_no_exploration": Tuning("none", {}, 0, "pbsac's constants with kappa = 0"),
     },
     headline=("return_mean", "certificate"),
     panels=3,
 )
-CURVES = {"value": ("-o", "tab:red", "Markov bound"), "iid_value": ("--s", "tab:blue", "i.i.d. bound"),
-          "fresh_loss": (":x", "black", "fresh-rollout loss")}
 # fmt: on
-# The untrained reference: the PB-SAC recipe stopped when its first update would run (learning_starts = 1k).
-UNTRAINED = ("--data.init_args.total_steps=1000", "--model.init_args.learning_starts=1000")
+
+
+def _model(arm: str, prefix: str, run):
+    """The trained (or untrained) module of ``arm`` on the task of ``prefix``."""
+    if prefix == "":
+        if arm in ("pbsac", "sac"):
+            return run.load(arm)
+        return run.load(arm, ARM_ARGS[arm], "pbsac")
+    steps = run.settings["mcc_total_steps"]
+    args = [f"--data.init_args.total_steps={steps}", f"--model.init_args.kappa_anneal_steps={steps}", *ARM_ARGS[arm]]
+    return fit_recipe(MCC_RECIPE, run.seed, args, run.protocol.seed_args, run._fits)
+
+
+def _certificate_scores(history: list[dict]) -> dict[str, float]:
+    final = history[-1]
+    checked = [r for r in history if r.get("fresh_loss") is not None]
+    share = lambda key: sum(bool(r[key]) for r in checked) / max(1, len(checked))  # noqa: E731
+    names = {"certificate": "value", "certificate_iid": "iid_value"}
+    scores = {key: final[names.get(key, key)] for key in CERTIFICATE_KEYS if final.get(names.get(key, key)) is not None}
+    scores.update(
+        return_bound=final["return_bound"], policy_certificate=final["policy_certificate"],
+        coverage=share("covered"), coverage_iid=share("iid_covered"), return_coverage=share("return_covered"),
+    )  # fmt: skip
+    return scores
 
 
 def measure(arm: str, run) -> dict[str, float]:
     from zoo.pbsac.module import EVAL_SEED_BASE
     from zoo.pbsac.rollout import ActionScaler, env_dims, episode_returns, make_env
 
-    env, history = run.settings["env"], []
-    if arm == "reference_random_policy":
-        _, act_dim, low, high = env_dims(make_env(env))
-        generator = torch.Generator().manual_seed(run.seed)
-        act, scaler = (lambda obs: torch.rand(len(obs), act_dim, generator=generator) * 2 - 1), ActionScaler(low, high)
-    else:
-        untrained = arm == "reference_untrained"
-        model = run.load(arm, (*UNTRAINED, "--trainer.limit_val_batches=0"), "pbsac") if untrained else run.load(arm)
-        act, scaler, history = model.agent.act, model.scaler, model.certificates
-        if run.uses_published(arm):  # a published (or --weights) folder keeps the certificates made in training
-            folder = run.weights if arm == PROTOCOL.method and run.weights else run.entry(arm).mirror_dir
-            history = read_config(folder).get("metadata", {}).get("certificates", [])
+    scores: dict[str, float] = {}
     seeds = [EVAL_SEED_BASE + i for i in range(run.settings["eval_episodes"])]
-    episodes = run.extras.setdefault("episode_returns", {})[arm] = episode_returns(env, act, seeds, scaler).tolist()
-    scores = {"return_mean": sum(episodes) / len(episodes)}
-    if history:
-        checked, final = [record for record in history if record["fresh_loss"] is not None], history[-1]
-        scores.update(
-            certificate=final["value"], certificate_iid=final["iid_value"], fresh_loss=final["fresh_loss"],
-            t_mix=final["t_mix"], coverage=sum(r["covered"] for r in checked) / max(1, len(checked)),
-            coverage_iid=sum(r["iid_covered"] for r in checked) / max(1, len(checked)),
-        )  # fmt: skip
-        run.extras.setdefault("certificates", {})[arm] = [[r[k] for k in ("step", *CURVES)] for r in history]
+    for prefix, env in TASKS.items():
+        if prefix and run.settings["mcc_total_steps"] == 0:
+            continue
+        history: list[dict] = []
+        if arm == "reference_random_policy":
+            _, act_dim, low, high = env_dims(make_env(env))
+            generator = torch.Generator().manual_seed(run.seed)
+            scaler = ActionScaler(low, high)
+            act = lambda obs, d=act_dim, g=generator: torch.rand(len(obs), d, generator=g) * 2 - 1  # noqa: E731
+        else:
+            model = _model(arm, prefix, run)
+            act, scaler, history = model.agent.act, model.scaler, model.certificates
+            if prefix == "" and arm == "pbsac" and run.uses_published(arm):  # certificates made in training
+                folder = run.weights if run.weights else run.entry(arm).mirror_dir
+                history = read_config(folder).get("metadata", {}).get("certificates", [])
+        episodes = episode_returns(env, act, seeds, scaler).tolist()
+        run.extras.setdefault(f"{prefix}episode_returns", {})[arm] = episodes
+        scores[f"{prefix}return_mean"] = sum(episodes) / len(episodes)
+        if history:
+            scores.update({f"{prefix}{k}": v for k, v in _certificate_scores(history).items()})
+            run.extras.setdefault(f"{prefix}certificates", {})[arm] = history
     return scores
 
 
 def claims(result: dict) -> list[Claim]:
-    pbsac, sac = result["arms"]["pbsac"], result["arms"]["sac"]
+    arms, per_seed = result["arms"], result["per_seed"]
+    pbsac, sac = arms["pbsac"], arms["sac"]
     gap = abs(pbsac["return_mean"] - sac["return_mean"]) / max(abs(sac["return_mean"]), 1e-12)
-    worst = max(scores["certificate"] for scores in result["per_seed"]["pbsac"].values())
-    coverage = "certificate >= fresh-rollout TD loss at >= 95% of PB-SAC's checkpoints"
-    return [
-        Claim.at_most("return_rel_gap", "|PB-SAC - SAC| / |SAC| of the mean return <= 0.10", gap, 0.10, "sac"),
-        Claim("certificate_non_vacuous", "PB-SAC's final certificate < 1 on every seed", round(worst, 6), 1, worst < 1),
-        Claim.at_least("coverage", coverage, pbsac["coverage"], 0.95),
+    prefixes = [p for p in TASKS if f"{p}certificate" in pbsac]
+    out = [
+        Claim.at_most("return_rel_gap", "Pendulum: |PB-SAC - SAC| / |SAC| of the mean return <= 0.10", gap, 0.1, "sac"),
         beats(result, "return_mean", "pbsac", "reference_untrained", margin=500.0),
         beats(result, "return_mean", "pbsac", "reference_random_policy", margin=500.0),
-        # Issue 17: does the certificate tell the trained agent from the untrained one at all (lower is better)?
-        beats(result, "certificate", "pbsac", "reference_untrained", margin=0.0, higher_is_better=False),
     ]
+    for p in prefixes:
+        task = TASKS[p]
+        worst = max(scores[f"{p}certificate"] for scores in per_seed["pbsac"].values())
+        least_kl = min(scores[f"{p}kl"] for scores in per_seed["pbsac"].values())
+        ratio = pbsac[f"{p}certificate"] / max(arms["reference_untrained"][f"{p}certificate"], 1e-12)
+        out += [
+            Claim(f"{p}certificate_non_vacuous", f"{task}: PB-SAC's final certificate < 1 on every seed",
+                  round(worst, 6), 1, worst < 1),
+            Claim(f"{p}kl_positive", f"{task}: the posterior moved away from the prior, KL > 0 on every seed",
+                  round(least_kl, 6), 0, least_kl > 0),
+            Claim.at_most(f"{p}certificate_separates_learning",
+                          f"{task}: PB-SAC's certificate <= 0.7 x reference_untrained's (mean over seeds)",
+                          ratio, 0.7, "reference_untrained"),
+            Claim.at_least(f"{p}coverage", f"{task}: certificate >= TD loss on held-out episodes, >= 95% of "
+                           "PB-SAC's certificates", pbsac[f"{p}coverage"], 0.95),
+            Claim.at_most(f"{p}coverage_iid_lower", f"{task}: the i.i.d. bound covers less often than the block "
+                          "bound (it would where the transitions' dependence matters)", pbsac[f"{p}coverage_iid"],
+                          pbsac[f"{p}coverage"] - 1e-9),
+            beats(result, f"{p}return_bound", "pbsac", "reference_untrained"),
+        ]  # fmt: skip
+    if "mcc_return_mean" in pbsac:
+        out.append(
+            Claim.at_least("mcc_return_vs_sac", "MountainCarContinuous: PB-SAC's mean return >= SAC's (exploration)",
+                           pbsac["mcc_return_mean"] - sac["mcc_return_mean"], 0.0, "sac")
+        )  # fmt: skip
+    return out
 
 
 def score_pretrained(module, limit: int | None = None) -> dict[str, float]:
@@ -105,14 +177,8 @@ def score_pretrained(module, limit: int | None = None) -> dict[str, float]:
 
 
 def plot(result: dict, axes) -> None:
-    """Returns and final certificates per arm; PB-SAC's certificates against the fresh-rollout loss over training."""
-    bar_panel(axes[0], result, "return_mean", ylabel="evaluation return")
-    bar_panel(axes[1], result, "certificate", ylabel="final certificate (normalised TD loss)")
-    for index, extras in enumerate(result["extras"].values()):  # one curve per seed and quantity
-        rows = extras.get("certificates", {}).get("pbsac", [])
-        steps = [r[0] for r in rows]
-        for column, (style, colour, label) in enumerate(CURVES.values(), start=1):
-            axes[2].plot(steps, [r[column] for r in rows], style, color=colour, label=None if index else label)
-    axes[2].set_xlabel("environment steps")
-    axes[2].set_ylabel("PB-SAC certificate / fresh loss")
-    axes[2].legend(fontsize=6)
+    """Pendulum returns and certificates per arm; MountainCar returns per arm."""
+    bar_panel(axes[0], result, "return_mean", ylabel="Pendulum evaluation return")
+    bar_panel(axes[1], result, "certificate", ylabel="final certificate (TD loss / (r_max - r_min)^2)")
+    if "mcc_return_mean" in result["arms"]["pbsac"]:
+        bar_panel(axes[2], result, "mcc_return_mean", ylabel="MountainCarContinuous evaluation return")

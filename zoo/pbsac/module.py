@@ -8,16 +8,21 @@ to guide exploration. The zoo's spec (02-pbsac.md) had the abstract only, so the
 algorithm here are **reconstructed**, following that spec and the zoo issue. Note: a third-party
 summary of the paper's v1 states that its Theorem 3.2 bounds the *policy's* loss (negative discounted
 return of T trajectories) with a complexity term sqrt(R_max^2 tau_min (1 - gamma^2H) / (2T (1 - gamma^2))
-(KL + ln(2/delta))); the reconstruction below certifies the *critic's* TD loss instead. Choices and
-deviations:
+(KL + ln(2/delta))); it is reconstructed here with the episodes as independent blocks (the return bound of
+zoo.pbsac.certificate), beside the critic's TD-loss certificate. Choices and deviations:
 
 * Bound (zoo.pbsac.bound): Paulin's Markov McDiarmid (C = 9 t_mix) + Donsker-Varadhan + a union bound
   over a grid of G = 20 lambdas, delta = 0.05. Grid scaled with C (lambda_j = sqrt(8n/C) 10^(3j/19)),
   not the spec's fixed [sqrt(n)/10, 100 sqrt(n)]. The i.i.d. bound (C = 1) is reported beside it.
-* t_mix is estimated by the integrated autocorrelation time of the loss series (Sokal window, c = 5),
-  pooled over independent chains (zoo.pbsac.mixing); certificates are conditional on that estimate.
-* Loss: l = min(1, (Q(s,a) - y)^2 / M), y with 4 next-action samples, M = the 99th percentile of squared
-  TD errors of the initial critic on the warm-up data, frozen; averaged over the twin critics.
+* Certificates (zoo.pbsac.certificate, issue 17) come from a certificate phase at the end of training: the
+  policy, hidden layers and targets freeze; the prior is the last-layer posterior at the freeze (learned on
+  the data before it, which the bound excludes); T episodes of the frozen policy train the posterior away
+  from it (KL > 0) and the bound is evaluated on them with each episode an independent block (no mixing
+  time needed). Loss l = min(1, (Q(s,a) - y)^2 / M), y with 4 next-action samples, M = (r_max - r_min)^2
+  from the task's reward bounds; averaged over the twin critics. The certified posterior is the agent's.
+* Training (not certificates) keeps two heuristics: the objective's normaliser is the 99th percentile of
+  the initial critic's squared TD errors on the warm-up data, and its t_mix the integrated autocorrelation
+  time of the loss series (Sokal window, c = 5; zoo.pbsac.mixing).
 * Posterior on the critics' **last layer only** (2 x 129 weights; the spec's option), hidden layers are
   point estimates. Q is then exactly Gaussian under rho, so E_rho of the TD loss, the posterior spread and
   the certificate's E_rho L_hat are closed-form instead of the spec's one-sample reparameterisation and
@@ -29,14 +34,11 @@ deviations:
   upper-bounds the clipped loss, so the objective upper-bounds the bound's smooth form.
 * Exploration: the actor maximises min_j (mean_j + kappa std_j) - alpha log pi, kappa = 0.5 annealed
   linearly to 0 over ``kappa_anneal_steps``.
-* Certificate prior: the checkpoint's own posterior (trained on the replay buffer, independent of the
-  fresh certificate rollout), not N(means, 0.1^2): with that prior KL = 0 for the checkpoint posterior
-  (the spec's KL ~ 50 nats would need the posterior widths to equal 0.1). ``certificate_posterior_steps``
-  optionally tunes rho on the rollout, paying KL.
-* Certificates every 2.5k steps (spec: 5k) and at the end; each on n = 30k fresh transitions as 10
-  independent chains of 3k steps (episodes reset in place; independent chains give the same moment bound
-  with n the total count, and batch the policy), checked against 20 fresh independent episodes. They run
-  on a forked random generator, so they do not change the training trajectory.
+* Certificate prior: the posterior at the freeze, N(mu_f, diag sigma_f^2), not the spec's N(mu, 0.1^2)
+  (KL ~ 1000 nats for sigma = 1e-3 posteriors). The posterior is fitted from it in the prior's units.
+* Certificates at the end of training (optionally also every ``certificate_every`` steps, on a copy of the
+  posterior), each checked against held-out episodes (seeds 2e6 + i). They run on a forked random
+  generator, so they do not change the training trajectory.
 * Everything else is SAC as in Stable-Baselines3: clipped double Q, automatic temperature with target
   entropy -|A|, gamma 0.99, tau 0.005, Adam 3e-4, batch 128, 2 x 128 MLPs, 1 update per step after
   1k uniform random steps. ``bayesian=False, bound_weight=0, kappa=0`` is that SAC (the baseline), run
@@ -56,6 +58,7 @@ import numpy as np
 import torch
 
 from zoo.pbsac.certificate import Certificate, certify
+from zoo.pbsac.certificate import reward_range as reward_range_of
 from zoo.pbsac.mixing import estimate_mixing_time
 from zoo.pbsac.rollout import ActionScaler, env_dims, episode_returns, make_env
 from zoo.pbsac.sac import ReplayBuffer, SACAgent, SACConfig
@@ -92,11 +95,13 @@ class PBSACModule(pl.LightningModule):
         kappa_anneal_steps: Steps over which kappa decays linearly to 0.
         delta: Confidence parameter of the bound.
         grid_size: Number of lambda values of the bound.
-        certificate_every: Steps between certificates (0: only at the end; needs ``bayesian``).
-        certificate_steps: Transitions n of each certificate rollout.
-        certificate_chains: Independent chains the rollout is split into.
-        certificate_posterior_steps: Adam steps tuning the posterior on the rollout (0: certify as trained).
-        fresh_rollouts: Independent rollouts measuring the loss that the certificate must cover (0: none).
+        certificate_every: Steps between intermediate certificates (0: only the final one). An intermediate
+            certificate runs the certificate phase on a copy of the posterior; training goes on unchanged.
+        certificate_episodes: T, the episodes of each certificate phase (0: no certificate; needs ``bayesian``).
+        certificate_posterior_steps: Adam steps fitting the posterior on the certificate episodes (0: KL = 0).
+        check_episodes: Held-out episodes measuring the risks that the certificate must cover (0: no check).
+        reward_range: Reward bounds [r_min, r_max] for M and the return bound (None: the known bounds of
+            ``env_id``, see :data:`zoo.pbsac.certificate.REWARD_RANGES`).
         eval_episodes: Deterministic episodes per validation run.
         num_threads: torch intra-op threads during fit (None: leave as is).
     """
@@ -122,11 +127,11 @@ class PBSACModule(pl.LightningModule):
         kappa_anneal_steps: int = 15_000,
         delta: float = 0.05,
         grid_size: int = 20,
-        certificate_every: int = 2500,
-        certificate_steps: int = 30_000,
-        certificate_chains: int = 10,
-        certificate_posterior_steps: int = 0,
-        fresh_rollouts: int = 20,
+        certificate_every: int = 0,
+        certificate_episodes: int = 200,
+        certificate_posterior_steps: int = 100,
+        check_episodes: int = 100,
+        reward_range: list[float] | None = None,
         eval_episodes: int = 10,
         num_threads: int | None = 1,
     ) -> None:
@@ -137,14 +142,18 @@ class PBSACModule(pl.LightningModule):
                 f"need learning_starts >= 1, batch_size >= 1 and buffer_size >= learning_starts; got "
                 f"{learning_starts}, {batch_size}, {buffer_size}"
             )
-        if certificate_every and not bayesian:
-            raise ValueError("certificates need the critic posterior: set certificate_every=0 when bayesian=false")
+        if (certificate_every or certificate_episodes) and not bayesian:
+            raise ValueError(
+                "certificates need the critic posterior: set certificate_episodes=0 and certificate_every=0 "
+                "when bayesian=false"
+            )
         self.automatic_optimization = False
         env = make_env(env_id)
         self.obs_dim, self.act_dim, low, high = env_dims(env)
         self.max_episode_steps = env.spec.max_episode_steps if env.spec and env.spec.max_episode_steps else 1000
         env.close()
         self.scaler = ActionScaler(low, high)
+        self.rewards = reward_range_of(env_id, reward_range) if certificate_episodes else None
         config = SACConfig(
             hidden=hidden, gamma=gamma, tau=tau, lr=lr, batch_size=batch_size, init_alpha=init_alpha,
             target_entropy=target_entropy, bayesian=bayesian, sigma_init=sigma_init, prior_std=prior_std,
@@ -176,6 +185,12 @@ class PBSACModule(pl.LightningModule):
 
     def on_fit_start(self) -> None:
         h = self.hparams
+        if self.trainer.world_size > 1:
+            raise ValueError(
+                "PB-SAC cannot train under DDP: each rank would step its own environment into its own replay "
+                f"buffer and the ranks' critics would silently diverge; use devices=1 (got world_size "
+                f"{self.trainer.world_size})"
+            )
         self._saved_threads = torch.get_num_threads()
         if h.num_threads:
             torch.set_num_threads(h.num_threads)
@@ -195,13 +210,9 @@ class PBSACModule(pl.LightningModule):
         torch.set_num_threads(self._saved_threads)
 
     def on_train_end(self) -> None:
-        last = self.certificates[-1]["step"] if self.certificates else None
-        if (
-            self.hparams.bayesian
-            and int(self.env_steps) >= self.hparams.learning_starts
-            and last != int(self.env_steps)
-        ):
-            self._certify(log=False)
+        done = bool(self.certificates) and self.certificates[-1].get("final", False)
+        if self.hparams.certificate_episodes and int(self.env_steps) >= self.hparams.learning_starts and not done:
+            self._certify(log=False, final=True)
 
     def kappa_now(self) -> float:
         """The annealed optimism coefficient at the current step."""
@@ -241,7 +252,7 @@ class PBSACModule(pl.LightningModule):
                 updates += 1
             if h.certificate_every and steps >= h.learning_starts and steps % h.certificate_every == 0:
                 self.env_steps.fill_(steps)
-                self._certify(log=True)
+                self._certify(log=True, final=False)
         self._obs, self._episode_return = obs, episode_return
         self.env_steps.fill_(steps)
         self._count_optimizer_steps(updates)
@@ -287,22 +298,24 @@ class PBSACModule(pl.LightningModule):
         self.agent.t_mix.fill_(estimate_mixing_time(losses.numpy()))
         self.agent.refresh_prior()
 
-    def _certify(self, log: bool) -> Certificate:
+    def _certify(self, log: bool, final: bool) -> Certificate:
+        """The certificate phase at the current step; the final one keeps its fitted posterior in the agent."""
         h = self.hparams
         step = int(self.env_steps)
         with torch.random.fork_rng():  # certificates must not change the training trajectory
             torch.manual_seed(self._seed + step)
-            certificate = certify(
-                self.agent, h.env_id, self.scaler, self.buffer.slices,
-                steps=h.certificate_steps, chains=h.certificate_chains, delta=h.delta, grid_size=h.grid_size,
-                posterior_steps=h.certificate_posterior_steps, fresh_rollouts=h.fresh_rollouts,
-                fresh_steps=self.max_episode_steps, seed=self._seed + step,
+            certificate, (mean, std) = certify(
+                self.agent, h.env_id, self.scaler, self.buffer.slices, self.rewards, self.max_episode_steps,
+                episodes=h.certificate_episodes, seed=(self._seed + 7919 * step) % 2**31, delta=h.delta,
+                grid_size=h.grid_size, posterior_steps=h.certificate_posterior_steps, check_episodes=h.check_episodes,
             )  # fmt: skip
-        record = {"step": step, **certificate.as_dict()}
+        if final:  # the end of training: the certified posterior is the agent's
+            self.agent.critic.set_head_posterior(mean, std)
+        record = {"step": step, "final": final, **certificate.as_dict()}
         record = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in record.items()}
         self.certificates.append(record)
         if log:  # self.log is not allowed in on_train_end
-            for key in ("value", "iid_value", "empirical_risk", "t_mix", "fresh_loss"):
+            for key in ("value", "iid_value", "empirical_risk", "kl", "fresh_loss", "return_bound"):
                 if record[key] is not None:
                     self.log(f"certificate/{key}", float(record[key]), batch_size=1)
         return certificate

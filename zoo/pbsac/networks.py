@@ -121,6 +121,16 @@ class TwinCritic(nn.Module):
         std_w, std_b = self.head_std()
         return mean, torch.cat((std_w.flatten(), std_b.flatten()))
 
+    @torch.no_grad()
+    def set_head_posterior(self, mean: torch.Tensor, std: torch.Tensor) -> None:
+        """Overwrite the last-layer posterior from flat vectors in the layout of :meth:`head_posterior`."""
+        split = self.head.weight.numel()
+        self.head.weight.copy_(mean[:split].view_as(self.head.weight))
+        self.head.bias.copy_(mean[split:].view_as(self.head.bias))
+        raw = torch.log(torch.expm1(std.clamp_min(1e-12)))  # inverse softplus
+        self.head_rho_weight.copy_(raw[:split].view_as(self.head_rho_weight))
+        self.head_rho_bias.copy_(raw[split:].view_as(self.head_rho_bias))
+
 
 class TanhGaussianActor(nn.Module):
     """The SAC policy: a Gaussian in pre-activation space squashed by tanh into [-1, 1]^act_dim.

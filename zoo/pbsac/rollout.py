@@ -132,3 +132,51 @@ def episode_returns(env_id: str, policy: Policy, seeds: list[int], scaler: Actio
     for env in envs:
         env.close()
     return returns
+
+
+def collect_episodes(
+    env_id: str,
+    policy: Policy,
+    seeds: list[int],
+    obs_dim: int,
+    act_dim: int,
+    scaler: ActionScaler,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One complete episode per seed (reset to termination or truncation), all stepped in lock step.
+
+    Each episode starts from its own ``env.reset(seed=...)`` and the policy's noise is drawn afresh, so
+    for a fixed policy the episodes are independent: the independent blocks of the certificates.
+
+    Args:
+        env_id: Gymnasium id.
+        policy: Batched policy, observations (B, obs_dim) -> actions in [-1, 1] (B, act_dim).
+        seeds: One environment seed per episode.
+        obs_dim: Observation size.
+        act_dim: Action size.
+        scaler: Action rescaling to the environment's box.
+
+    Returns:
+        Rows ``[obs, act, reward, terminated, next_obs]`` of all episodes one after another, shape (N, row),
+        and the episode lengths (T,), which sum to N.
+    """
+    envs = [make_env(env_id) for _ in seeds]
+    obs = np.stack([env.reset(seed=s)[0] for env, s in zip(envs, seeds)]).astype(np.float32)
+    o, a = obs_dim, act_dim
+    episodes: list[list[np.ndarray]] = [[] for _ in seeds]
+    running = np.ones(len(seeds), dtype=bool)
+    while running.any():
+        live = np.flatnonzero(running)
+        actions = policy(torch.from_numpy(obs[live])).numpy()
+        for row_index, b in enumerate(live):
+            next_obs, reward, terminated, truncated, _ = envs[b].step(scaler.to_env(actions[row_index]))
+            row = np.empty(2 * o + a + 2, dtype=np.float32)
+            row[:o], row[o : o + a], row[o + a], row[o + a + 1], row[o + a + 2 :] = (
+                obs[b], actions[row_index], reward, terminated, next_obs
+            )  # fmt: skip
+            episodes[b].append(row)
+            obs[b] = next_obs
+            running[b] = not (terminated or truncated)
+    for env in envs:
+        env.close()
+    lengths = torch.tensor([len(rows) for rows in episodes])
+    return torch.from_numpy(np.concatenate([np.stack(rows) for rows in episodes])), lengths
