@@ -61,6 +61,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from zoo._distributed import refuse_distributed
 from zoo._errors import ZooError
 from zoo._inference import PretrainedMixin
 from zoo.specexit.decoding import (
@@ -223,6 +224,8 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
     # -------------------------------------------------------------------------------------- training
 
     def setup(self, stage: str) -> None:
+        reason = "its data's length-bucketed batch sampler is not sharded across processes (no DistributedSampler)"
+        refuse_distributed(self, reason, stage)
         if stage == "fit" and self.hparams.target_from:
             self.load_target(self.hparams.target_from)
 
