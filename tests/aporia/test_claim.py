@@ -31,11 +31,11 @@ def _tiny_dataset(pairs: int = 3, n: int = 30, d: int = 8) -> SocratesMini:
 @pytest.fixture
 def tiny_run(monkeypatch):
     """A Run over the tiny dataset (the real one takes minutes to build), one process, a short permutation test."""
-    monkeypatch.setitem(evaluate._DATA, None, (_tiny_dataset(), {}, {}))
+    monkeypatch.setitem(evaluate._DATA, (None, 0), (_tiny_dataset(), {}, {}))
 
     def make(**overrides):
         settings = evaluate.PROTOCOL.resolve(
-            {"workers": 1, "permutations": 50, "draws": 1, "tune_draws": 1, **overrides}
+            {"workers": 1, "permutations": 50, "bootstrap": 200, "draws": 1, "tune_draws": 1, **overrides}
         )
         return Run({}, evaluate.PROTOCOL, seed=0, settings=settings)
 
@@ -44,13 +44,17 @@ def tiny_run(monkeypatch):
 
 def test_set_labels_and_budgets_change_what_is_measured(tiny_run):
     default = evaluate.measure("reference_nearest_mean", tiny_run(budgets=[10], labels=10))
-    assert set(default) == {"f1_at_10_labels"}
+    assert set(default) == {"f1_at_10_labels", "f1_at_10_labels_ci_low", "f1_at_10_labels_ci_high", "tuning_trials"}
+    assert default["f1_at_10_labels_ci_low"] <= default["f1_at_10_labels"] <= default["f1_at_10_labels_ci_high"]
+    assert default["tuning_trials"] == 0
     run = tiny_run(budgets=[10], labels=16)
     scores = evaluate.measure("aporia_lp", run)
     assert {"f1_at_10_labels", "f1_at_16_labels", "tightness_p_value"} <= set(scores)
     assert scores["f1_at_16_labels"] > 0.8  # a clear toy pair
     # the majority vote needs no labels and reads the parsed answers: "Atlantis" is never the majority
     assert evaluate.measure("reference_majority_vote", run)["f1_at_16_labels"] == pytest.approx(1.0)
+    assert evaluate.measure("semantic_entropy", run)["tuning_trials"] == len(evaluate.GRIDS["semantic_entropy"])
+    assert evaluate.measure("logreg", run)["tuning_trials"] == 5  # the same budget as APORIA-LP's lambda
     # every tuned arm records its per-fold choice from its grid
     for arm, grid in evaluate.GRIDS.items():
         assert set(run.extras["tuned"][arm]["chosen_per_fold"]) <= set(grid)
@@ -78,13 +82,19 @@ def test_bad_settings_are_one_line_errors(pair, message):
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
-def _result(per_seed: dict[str, list[float]], labels: int = 40) -> dict:
+def _result(per_seed: dict[str, list[float]], labels: int = 40, half_width: float = 0.01) -> dict:
     key = f"f1_at_{labels}_labels"
     lp = {"tightness_p_value": 1e-4, "tightness_frac_pairs": 0.9}
+
+    def arm(name, values):
+        mean = float(np.mean(values))
+        ci = {f"{key}_ci_low": mean - half_width, f"{key}_ci_high": mean + half_width}
+        return {key: mean, **ci, **(lp if name == "aporia_lp" else {})}
+
     return {
         "settings": {"labels": labels},
-        "arms": {arm: {key: float(np.mean(v)), **(lp if arm == "aporia_lp" else {})} for arm, v in per_seed.items()},
-        "per_seed": {arm: {str(s): {key: value} for s, value in enumerate(v)} for arm, v in per_seed.items()},
+        "arms": {name: arm(name, v) for name, v in per_seed.items()},
+        "per_seed": {name: {str(s): {key: value} for s, value in enumerate(v)} for name, v in per_seed.items()},
     }
 
 
@@ -94,16 +104,64 @@ def test_claims_compare_with_the_references_and_the_best_baseline():
     claims = {claim.id: claim for claim in evaluate.claims(_result(scores))}
     assert claims["aporia_lp_beats_reference_majority_vote_f1_at_40_labels"].holds  # +0.05
     assert not claims["aporia_lp_beats_reference_nearest_mean_f1_at_40_labels"].holds  # +0.01 < 0.02
-    assert not claims["aporia_lp_beats_knn_f1_at_40_labels"].holds  # the best baseline, not logreg
+    best = claims["aporia_lp_ahead_of_best_baseline"]
+    assert best.versus == "knn" and not best.holds  # the best baseline, not logreg
+    assert not claims["headroom_label_free"].holds  # the majority vote scores 0.91 > 0.80: data too easy
+    assert not claims["headroom_tuned_baseline"].holds  # knn 0.957 is not below 0.95
     assert claims["f1_at_labels"].holds and claims["tightness_p_value"].holds and claims["tightness_frac_pairs"].holds
-    assert "aporia_lp_beats_knn_f1_at_20_labels" in {c.id for c in evaluate.claims(_result(scores, labels=20))}
+    assert "f1_at_20_labels" in evaluate.claims(_result(scores, labels=20))[0].id
+
+
+def test_claim_needs_the_gap_and_separate_intervals():
+    scores = {"aporia_lp": [0.86, 0.86, 0.86], "reference_majority_vote": [0.70, 0.71, 0.72]}
+    scores |= {"reference_nearest_mean": [0.7, 0.7, 0.7], "logreg": [0.83, 0.83, 0.83]}
+    claims = {c.id: c for c in evaluate.claims(_result(scores, half_width=0.005))}
+    assert claims["aporia_lp_ahead_of_best_baseline"].holds  # +0.03, intervals 0.855-0.865 vs 0.825-0.835
+    assert claims["aporia_lp_ahead_of_best_baseline"].value == pytest.approx(0.03)
+    assert claims["headroom_label_free"].holds and claims["headroom_tuned_baseline"].holds
+    overlapping = {c.id: c for c in evaluate.claims(_result(scores, half_width=0.02))}
+    assert not overlapping["aporia_lp_ahead_of_best_baseline"].holds  # the gap alone is not enough
+
+
+ACCEPTANCE_ARMS = (
+    "aporia_lp", "centroid", "label_spreading", "logreg", "knn", "self_consistency", "semantic_entropy",
+    "reference_majority_vote",
+)  # fmt: skip
+
+
+def _check_acceptance_keys(arms: dict, with_std: bool) -> None:
+    for arm in ACCEPTANCE_ARMS:
+        for budget in (10, 20, 40):
+            key = f"f1_at_{budget}_labels"
+            wanted = [key, f"{key}_ci_low", f"{key}_ci_high"] + ([f"{key}_std"] if with_std else [])
+            assert set(wanted) <= set(arms[arm]), (arm, key)
+            assert arms[arm][f"{key}_ci_low"] <= arms[arm][key] + 1e-9 <= arms[arm][f"{key}_ci_high"] + 2e-9
+        assert "tuning_trials" in arms[arm]
+    trials = {arm: arms[arm]["tuning_trials"] for arm in ("aporia_lp", "logreg", "label_spreading", "self_consistency")}
+    assert set(trials.values()) == {5}, trials  # the same tuning budget as APORIA-LP's
+
+
+def test_card_has_the_acceptance_arms_and_passes_the_headroom_gate():
+    """The published card (zoo eval aporia --card): every arm and metric issue 18 names, and the headroom gate."""
+    import json
+
+    import zoo
+
+    metrics = json.loads((zoo.get_entry("aporia.socrates_mini").mirror_dir / "metrics.json").read_text())
+    assert metrics["seeds"] == [0, 1, 2]
+    _check_acceptance_keys(metrics["arms"], with_std=True)
+    claims = {claim["id"]: claim for claim in metrics["claims"]}
+    assert claims["headroom_label_free"]["holds"], claims["headroom_label_free"]
+    assert claims["headroom_tuned_baseline"]["holds"], claims["headroom_tuned_baseline"]
+    assert "aporia_lp_ahead_of_best_baseline" in claims  # reported either way
 
 
 @pytest.mark.slow
-def test_aporia_claims_on_socrates_mini():
-    """The default protocol on SOCRATES-mini (builds the dataset if it is not cached): the paper's claims."""
-    result = run_eval("aporia", seeds=[0])
-    claims = {claim["id"]: claim for claim in result["claims"]}
-    assert claims["f1_at_labels"]["holds"]  # few-label detection: F1 >= 0.90 at 40 labels
-    assert claims["tightness_p_value"]["holds"] and claims["tightness_frac_pairs"]["holds"]  # geometry
+def test_aporia_protocol_on_socrates_mini():
+    """The protocol on the shipped SOCRATES-mini (10 pairs per generator, one seed): every arm and metric."""
+    result = run_eval("aporia", seeds=[0], overrides={"max_pairs": 10, "permutations": 500, "bootstrap": 300})
+    _check_acceptance_keys(result["arms"], with_std=False)
     assert set(result["arms"]) == set(evaluate.PROTOCOL.arms)
+    assert result["extras"]["0"]["pairs_evaluated"] == 60
+    ids = {claim["id"] for claim in result["claims"]}
+    assert {"headroom_label_free", "headroom_tuned_baseline", "aporia_lp_ahead_of_best_baseline"} <= ids

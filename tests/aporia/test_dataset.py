@@ -6,8 +6,19 @@ import random
 import zlib
 
 import numpy as np
+import pytest
 
-from zoo.aporia.dataset import SocratesConfig, SocratesMini, sample_pairs, socrates_mini
+from zoo._errors import ZooError
+from zoo.aporia.dataset import (
+    ARTIFACT,
+    SocratesConfig,
+    SocratesMini,
+    load_artifact,
+    sample_pairs,
+    save_artifact,
+    sha256_file,
+    socrates_mini,
+)
 from zoo.aporia.facts import country_facts
 
 
@@ -40,25 +51,60 @@ class ScriptedGenerator:
 
 def test_sample_pairs_keeps_mixed_pairs_with_enough_of_each_class():
     config = SocratesConfig(
-        prompts_per_model=5, samples=30, min_per_class=6, probe_samples=10, candidates_per_model=400
+        prompts_per_model=5,
+        samples=30,
+        max_samples=40,
+        min_per_class=6,
+        probe_samples=10,
+        candidates_per_model=400,
+        greedy_wrong_share=0.0,  # the scripted generator's greedy answers are always right
     )
     pairs, stats = sample_pairs("scripted", ScriptedGenerator(), config, model_index=0)
     assert 0 < len(pairs) <= 5
     for pair in pairs:
-        assert pair["attribute"] == "capital"  # other attributes never match a template, so never mixed
+        assert pair["attribute"] == "capital"  # other attributes' bare values are malformed, so never mixed
+        assert pair["temperature"] in config.temperatures
         assert len(pair["responses"]) == 30
         n_h = sum(pair["labels"])
         assert min(n_h, 30 - n_h) >= 6
         genuine = [r for r, y in zip(pair["responses"], pair["labels"]) if y == 0]
         assert set(genuine) == {f"The capital of {pair['country']} is {pair['value']}."}
     assert stats["pairs_kept"] == len(pairs)
+    assert stats["probe_malformed_rate"] == 0.0  # only greedy-right facts (capitals) were probed
     assert 0 < stats["greedy_accuracy"] < 1  # greedy is always right for capitals only
+
+
+class ConfidentlyWrongGenerator(ScriptedGenerator):
+    """Greedy decoding names a wrong capital where the sampled answers are mostly wrong."""
+
+    def sample(self, prompts, n=1, *, temperature=1.0, seed=0, **kwargs):
+        if temperature > 0:
+            return super().sample(prompts, n, temperature=temperature, seed=seed)
+        out = []
+        for text in prompts:
+            fact = self.by_prompt[text]
+            right = (zlib.crc32(fact.key.encode()) % 7) / 6 >= 0.5
+            value = fact.value if right else next(c for c in self.capitals if c != fact.value)
+            out.append([f"The capital of {fact.country} is {value}." if fact.attribute == "capital" else value])
+        return out
+
+
+def test_pairs_are_stratified_by_greedy_correctness():
+    config = SocratesConfig(
+        prompts_per_model=6, samples=20, max_samples=24, min_per_class=3, probe_samples=8, candidates_per_model=600,
+        greedy_wrong_share=0.5,
+    )  # fmt: skip
+    pairs, stats = sample_pairs("scripted", ConfidentlyWrongGenerator(), config, model_index=0)
+    assert len(pairs) == 6
+    assert sum(not p["greedy_genuine"] for p in pairs) == 3  # half the pairs: the greedy answer is wrong
+    assert stats["kept_greedy_accuracy"] == 0.5
+    assert 0 < stats["probe_malformed_rate"] < 1  # bare values of other attributes: counted, never labelled
 
 
 def test_socrates_mini_round_trip(tmp_path):
     config = SocratesConfig(
-        generators=("scripted",), prompts_per_model=2, samples=12, min_per_class=3, probe_samples=8,
-        candidates_per_model=300,
+        generators=("scripted",), prompts_per_model=2, samples=12, max_samples=16, min_per_class=3, probe_samples=8,
+        candidates_per_model=300, greedy_wrong_share=0.0,
     )  # fmt: skip
     dataset = socrates_mini(config, generators={"scripted": ScriptedGenerator()}, cache_dir=tmp_path)
     assert len(dataset) == 2 and dataset.embeddings.shape == (24, 384)
@@ -71,3 +117,55 @@ def test_socrates_mini_round_trip(tmp_path):
     assert again.responses == dataset.responses and again.pairs == dataset.pairs
     cached = socrates_mini(config, generators={"scripted": ScriptedGenerator()}, cache_dir=tmp_path)
     assert cached.responses == dataset.responses
+
+
+def _toy_dataset(seed: int) -> SocratesMini:
+    values = [("Lima", "Lima", "Quito"), ("Lima", "Cusco", "Bogota")][seed]
+    responses = [f"The capital of Peru is {v}." for v in values * 2]
+    x = np.stack([np.random.default_rng(zlib.crc32(r.encode())).normal(size=384) for r in responses])  # per text
+    x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    labels = np.array([v != "Lima" for v in values * 2], np.int8)
+    return SocratesMini(
+        responses,
+        labels,
+        np.repeat([0, 1], 3).astype(np.int32),
+        x,
+        [{"model": "m", "fact": "capital:Peru"}] * 2,
+        {"m": {"pairs_kept": 2}},
+        {"seed": seed},
+    )
+
+
+def test_artifact_round_trip_and_hash_check(tmp_path):
+    path = tmp_path / ARTIFACT
+    digest = save_artifact({0: _toy_dataset(0), 1: _toy_dataset(1)}, path)
+    assert digest == sha256_file(path)
+    loaded = load_artifact(path, digest)
+    assert sorted(loaded) == [0, 1]
+    for seed in (0, 1):
+        original = _toy_dataset(seed)
+        assert loaded[seed].responses == original.responses and loaded[seed].pairs == original.pairs
+        np.testing.assert_array_equal(loaded[seed].labels, original.labels)
+        np.testing.assert_allclose(loaded[seed].embeddings, original.embeddings, atol=2e-3)  # float16 on disk
+    with pytest.raises(ZooError, match="sha256 .* the pin is"):
+        load_artifact(path, "0" * 64)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte
+    path.write_bytes(bytes(data))
+    with pytest.raises(ZooError, match="corrupted or was rebuilt"):
+        load_artifact(path, digest)
+    with pytest.raises(ZooError, match="is missing"):
+        load_artifact(tmp_path / "nothing.npz", digest)
+
+
+def test_published_artifact_is_checked_against_the_registry_pin(monkeypatch):
+    from zoo._registry import get_entry
+    from zoo.aporia import dataset
+
+    pins = get_entry("aporia.socrates_mini").pretrained_cfg.sha256
+    assert ARTIFACT in pins, "the shipped dataset must be pinned"
+    assert sha256_file(dataset.artifact_path()) == pins[ARTIFACT]
+    monkeypatch.setattr(dataset, "_PUBLISHED", {})
+    monkeypatch.setitem(pins, ARTIFACT, "f" * 64)  # a pin the shipped file does not match
+    with pytest.raises(ZooError, match="corrupted or was rebuilt"):
+        dataset.published(0)

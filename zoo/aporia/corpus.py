@@ -11,17 +11,20 @@ from zoo.aporia.facts import country_facts, fact_lines
 EOT = "<|endoftext|>"
 
 
-def training_texts(seed: int = 0, max_articles: int | None = None) -> tuple[list[str], list[str]]:
+def training_texts(
+    seed: int = 0, max_articles: int | None = None, paraphrases: int = 10
+) -> tuple[list[str], list[str]]:
     """The facts corpus lines and the Wikipedia article texts (the BPE is trained on both).
 
     Args:
         seed: Seed of the facts corpus (answer-template shuffle and line order).
         max_articles: Use only the first articles of the dump (None = all, about 100).
+        paraphrases: Answer templates per attribute the corpus draws from (:func:`zoo.aporia.facts.fact_lines`).
     """
     from zoo.common.text import wikipedia_articles
 
     articles = [article.text for article in wikipedia_articles()][:max_articles]
-    return fact_lines(country_facts(), seed=seed), articles
+    return fact_lines(country_facts(), seed=seed, paraphrases=paraphrases), articles
 
 
 def pack(token_ids: list[int], block_size: int) -> np.ndarray:

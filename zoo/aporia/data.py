@@ -25,6 +25,7 @@ class CountryFactsDataModule(pl.LightningDataModule):
         samples_per_epoch: Rows per epoch (the trainer's ``max_steps`` decides when training ends).
         val_blocks: Facts rows used for the validation loss.
         max_articles: Use only the first Wikipedia articles (None = all; the smoke test uses 2).
+        paraphrases: Answer templates per attribute the facts corpus draws from (10; 5 = the first corpus).
         seed: Seed of the corpus order and of the row sampler.
     """
 
@@ -38,6 +39,7 @@ class CountryFactsDataModule(pl.LightningDataModule):
         samples_per_epoch: int = 32_000,
         val_blocks: int = 64,
         max_articles: int | None = None,
+        paraphrases: int = 10,
         seed: int = 0,
     ) -> None:
         super().__init__()
@@ -52,7 +54,7 @@ class CountryFactsDataModule(pl.LightningDataModule):
         from zoo.common.text import train_bpe
 
         h = self.hparams
-        lines, articles = training_texts(seed=h.seed, max_articles=h.max_articles)
+        lines, articles = training_texts(seed=h.seed, max_articles=h.max_articles, paraphrases=h.paraphrases)
         self.tokenizer = train_bpe(lines + articles, vocab_size=h.vocab_size)
         self.facts = torch.from_numpy(packed_facts(self.tokenizer, lines, h.block_size, h.packings, seed=h.seed))
         self.wiki = torch.from_numpy(packed_wiki(self.tokenizer, articles, h.block_size))
@@ -77,22 +79,26 @@ class CountryFactsDataModule(pl.LightningDataModule):
 class SocratesMiniDataModule(pl.LightningDataModule):
     """SOCRATES-mini responses: per pair, the labelled draw for fitting and the held-out fold for validation.
 
-    ``prepare_data`` builds the dataset with the published generators (sampling, labelling, MiniLM
-    embeddings; a few minutes on 2 cores) and caches it; later runs load the cache. Each training
+    With ``published=True`` (the recipe) the data is the shipped SOCRATES-mini artifact of dataset seed ``seed``
+    (sha256-checked against the registry pin); otherwise ``prepare_data`` builds the dataset with the published
+    generators (sampling, labelling, MiniLM embeddings; minutes on 2 cores) and caches it. Each training
     "batch" is one pair's labelled responses: the class-balanced draw of ``label_budget`` labels from
     the training part of fold ``split`` (the evaluation protocol's draw 0 of that fold); each
     validation batch is the pair's held-out fold.
 
     Args:
+        published: Use the shipped artifact (the other dataset settings are then ignored).
         generators: Registry names of the generator LMs.
         prompts_per_model: Pairs kept per generator at most.
-        samples: Answers per pair.
+        samples: Well-formed answers per pair.
+        max_samples: Answers drawn per candidate pair to find them.
         min_per_class: Both classes need this many answers for a pair to be kept.
         probe_samples: Answers per fact in the screening probe.
         candidates_per_model: Facts probed per generator at most.
         label_budget: Labels per pair for the fit.
         splits: Stratified folds of the protocol.
         split: The fold whose training part provides the labels.
+        draws: Label draws per fold in the protocol (to reproduce its draw 0 of fold ``split``).
         seed: Seed of the dataset and of the folds/draws.
         cache_dir: Cache root; ``"default"`` = ``$ZOO_CACHE_DIR/aporia`` (``~/.cache/icml26-zoo/aporia``),
             None = no cache.
@@ -100,15 +106,18 @@ class SocratesMiniDataModule(pl.LightningDataModule):
 
     def __init__(
         self,
+        published: bool = True,
         generators: list[str] | None = None,
-        prompts_per_model: int = 20,
-        samples: int = 100,
-        min_per_class: int = 10,
-        probe_samples: int = 20,
-        candidates_per_model: int = 600,
+        prompts_per_model: int = 60,
+        samples: int = 50,
+        max_samples: int = 64,
+        min_per_class: int = 6,
+        probe_samples: int = 12,
+        candidates_per_model: int = 960,
         label_budget: int = 40,
         splits: int = 5,
         split: int = 0,
+        draws: int = 3,
         seed: int = 0,
         cache_dir: str | None = "default",
     ) -> None:
@@ -126,6 +135,7 @@ class SocratesMiniDataModule(pl.LightningDataModule):
             generators=tuple(h.generators or DEFAULT_GENERATORS),
             prompts_per_model=h.prompts_per_model,
             samples=h.samples,
+            max_samples=h.max_samples,
             min_per_class=h.min_per_class,
             probe_samples=h.probe_samples,
             candidates_per_model=h.candidates_per_model,
@@ -133,7 +143,7 @@ class SocratesMiniDataModule(pl.LightningDataModule):
         )
 
     def prepare_data(self) -> None:
-        if self.hparams.cache_dir is not None:
+        if self.hparams.cache_dir is not None and not self.hparams.published:
             from zoo.aporia.dataset import socrates_mini
 
             socrates_mini(self.config(), cache_dir=self.hparams.cache_dir)
@@ -145,7 +155,12 @@ class SocratesMiniDataModule(pl.LightningDataModule):
         from zoo.aporia.protocol import balanced_labels, stratified_folds
 
         h = self.hparams
-        self.dataset = socrates_mini(self.config(), cache_dir=h.cache_dir)
+        if h.published:
+            from zoo.aporia.dataset import published
+
+            self.dataset = published(h.seed)
+        else:
+            self.dataset = socrates_mini(self.config(), cache_dir=h.cache_dir)
         if len(self.dataset) == 0:
             raise ValueError("SOCRATES-mini has no pairs with both classes; probe more facts (candidates_per_model)")
         self.fits, self.heldout = [], []
@@ -159,7 +174,7 @@ class SocratesMiniDataModule(pl.LightningDataModule):
                     self.fits.append({"pair": index, "x": x[labelled], "y": y[labelled]})
                     self.heldout.append({"pair": index, "x": x[test], "y": y[test], "rows": test})
                     break
-                for _ in range(10):  # the protocol draws 10 label sets per fold: keep the generator in step
+                for _ in range(h.draws):  # the protocol's label draws of this fold: keep the generator in step
                     balanced_labels(y[train], [h.label_budget], rng)
 
     def pair_records(self) -> list[dict]:

@@ -2,16 +2,21 @@
 
 For each generator LM:
 
-1. **Greedy pass** over ``candidates_per_model`` facts drawn at random (one question template per fact,
-   fixed by the seed): the greedy accuracy says how much the model "knows".
-2. **Probe**: the same facts, in that order, get ``probe_samples`` answers at the sampling settings;
-   a fact whose probe holds at least two answers of each class is a candidate.
-3. **Sampling**: a candidate gets ``samples`` fresh answers (temperature 1, top-p 0.95); the
-   (model, prompt) pair is kept if both classes have at least ``min_per_class`` answers, until
-   ``prompts_per_model`` pairs are kept or ``candidates_per_model`` facts were probed.
+1. **Greedy pass** over ``candidates_per_model`` facts drawn at random (one question template and one
+   sampling temperature per fact, fixed by the seed; temperatures cycle over ``temperatures``): the
+   greedy accuracy says how much the model "knows".
+2. **Probe**: the same facts, in that order, get ``probe_samples`` answers at their temperature; a fact
+   whose probe holds at least two well-formed answers of each class is a candidate. Pairs are stratified by
+   greedy correctness: ``greedy_wrong_share`` of each generator's pairs have a wrong greedy answer.
+3. **Sampling**: a candidate gets ``max_samples`` fresh answers (top-p 0.95). Only *well-formed* answers
+   (parseable, of the asked attribute's type: :func:`zoo.aporia.facts.label_response`) are labelled; the
+   first ``samples`` of them form the pair, which is kept if both classes have at least ``min_per_class``
+   answers, until ``prompts_per_model`` pairs are kept or ``candidates_per_model`` facts were probed.
+   Malformed answers are left out and reported as a separate slice (``malformed_rate`` per generator).
 
-Answers are labelled by :func:`zoo.aporia.facts.is_genuine` and embedded with MiniLM. The result is
-cached as ``.npz`` + ``.json`` under a folder keyed by the settings and the generators' weights.
+Answers are embedded with MiniLM. ``build.py`` builds the published artifact (one dataset per seed) and
+:func:`published` loads it, checking its sha256 against the registry pin; :func:`socrates_mini` builds or
+loads a cached dataset for other settings or retrained generators.
 """
 
 from __future__ import annotations
@@ -26,11 +31,21 @@ from typing import Any
 
 import numpy as np
 
-from zoo.aporia.facts import country_facts, is_genuine, prompt
+from zoo._errors import ZooError
+from zoo.aporia.facts import QUESTIONS_PER_FACT, country_facts, is_genuine, label_response, prompt
 from zoo.progress import track
 
-DEFAULT_GENERATORS = ("aporia.gen_gpt2_xs", "aporia.gen_gpt2_s", "aporia.gen_llama_xs", "aporia.gen_llama_s")
-FORMAT_VERSION = 1
+DEFAULT_GENERATORS = (
+    "aporia.gen_gpt2_xs",
+    "aporia.gen_qwen2_xs",
+    "aporia.gen_gpt2_s",
+    "aporia.gen_llama_xs",
+    "aporia.gen_neox_s",
+    "aporia.gen_llama_s",
+)
+FORMAT_VERSION = 2
+ARTIFACT = "socrates_mini.npz"  # the published datasets, in the detector's mirror folder, sha256-pinned
+PUBLISHED_SEEDS = (0,)
 
 
 @dataclass
@@ -40,23 +55,30 @@ class SocratesConfig:
     Args:
         generators: Registry names of the generator LMs (the "small LLMs").
         prompts_per_model: Pairs kept per generator at most.
-        samples: Answers sampled per kept (model, prompt) pair.
+        samples: Well-formed answers per kept (model, prompt) pair.
+        max_samples: Answers drawn per candidate pair to find ``samples`` well-formed ones.
         min_per_class: Both classes need this many answers for a pair to be kept.
         probe_samples: Answers per fact in the cheap screening probe.
-        candidates_per_model: Facts probed per generator at most.
-        temperature: Sampling temperature.
+        candidates_per_model: Facts (greedy pass) per generator at most; probing stops once the pairs are found.
+        greedy_wrong_share: Share of each generator's pairs whose greedy answer is wrong (the rest: greedy right,
+            the paper's "knowledge present, retrieval unstable"). A wrong greedy answer usually means a wrong modal
+            answer, which no answer-agreement rule can catch; without this stratum the majority vote scores
+            0.84 F1 (issue 18's headroom gate asks for at most 0.80).
+        temperatures: Sampling temperatures, assigned to the candidate facts in turn.
         top_p: Nucleus sampling mass.
         max_new_tokens: Answer length limit in tokens.
         seed: Seed of the templates, the fact order and the sampling.
     """
 
     generators: tuple[str, ...] = DEFAULT_GENERATORS
-    prompts_per_model: int = 20
-    samples: int = 100
-    min_per_class: int = 10
-    probe_samples: int = 20
-    candidates_per_model: int = 600
-    temperature: float = 1.0
+    prompts_per_model: int = 60
+    samples: int = 50
+    max_samples: int = 64
+    min_per_class: int = 6
+    probe_samples: int = 12
+    candidates_per_model: int = 1881
+    greedy_wrong_share: float = 0.5
+    temperatures: tuple[float, ...] = (0.7, 1.0, 1.3)
     top_p: float = 0.95
     max_new_tokens: int = 24
     seed: int = 0
@@ -97,11 +119,12 @@ class SocratesMini:
         return [self.responses[i] for i in np.flatnonzero(self.pair == index)]
 
     def pair_answers(self, index: int) -> list[str | None]:
-        """The parsed answers of pair ``index``'s responses (None where no answer template matches)."""
+        """The label-free parsed answers of pair ``index``'s responses (None where no answer template matches);
+        the true value is not consulted (``extract_answer(..., use_truth=False)``)."""
         from zoo.aporia.facts import country_facts, extract_answer
 
         fact = next(f for f in country_facts() if f.key == self.pairs[index]["fact"])
-        return [extract_answer(fact, response) for response in self.pair_responses(index)]
+        return [extract_answer(fact, response, use_truth=False) for response in self.pair_responses(index)]
 
     def save(self, folder: str | Path) -> Path:
         """Write ``arrays.npz`` and ``meta.json`` into ``folder``."""
@@ -167,38 +190,61 @@ def sample_pairs(name: str, generator, config: SocratesConfig, model_index: int)
     """
     rng = random.Random(config.seed * 7919 + model_index)
     facts = list(country_facts())
-    templates = [rng.randrange(5) for _ in facts]
+    templates = [rng.randrange(QUESTIONS_PER_FACT) for _ in facts]
     prompts = [prompt(f, t) for f, t in zip(facts, templates)]
-    sampling = {"temperature": config.temperature, "top_p": config.top_p, "max_new_tokens": config.max_new_tokens}
-
     order = list(range(len(facts)))
     rng.shuffle(order)
     order = order[: config.candidates_per_model]
+    temperature = {i: config.temperatures[k % len(config.temperatures)] for k, i in enumerate(order)}
     # greedy answers of the candidate facts (a seeded random sample of all facts)
     greedy_answers = generator.sample([prompts[i] for i in order], 1, temperature=0.0, max_new_tokens=24)
     greedy = {i: answers[0] for i, answers in zip(order, greedy_answers, strict=True)}
     greedy_ok = {i: is_genuine(facts[i], answer) for i, answer in greedy.items()}
     kept: list[dict] = []
-    probed, probe_correct, chunk = 0, 0, 64
+    counts = {"probed": 0, "genuine": 0, "malformed": 0, "drawn": 0, "drawn_malformed": 0}
+
+    def draw(indices: list[int], n: int, seed: int) -> dict[int, list[str]]:
+        """``n`` answers per fact, each at its temperature (one sampling call per temperature)."""
+        out = {}
+        for t in config.temperatures:
+            group = [i for i in indices if temperature[i] == t]
+            if group:
+                answers = generator.sample(
+                    [prompts[i] for i in group], n, temperature=t, top_p=config.top_p,
+                    max_new_tokens=config.max_new_tokens, seed=seed,
+                )  # fmt: skip
+                out.update(zip(group, answers, strict=True))
+        return out
+
+    # strata by greedy correctness: pairs whose greedy answer is wrong tend to have a wrong modal answer too
+    wrong = round(config.greedy_wrong_share * config.prompts_per_model)
+    quota = {True: config.prompts_per_model - wrong, False: wrong}
+
+    def full(greedy_right: bool) -> bool:
+        return sum(p["greedy_genuine"] == greedy_right for p in kept) >= quota[greedy_right]
+
+    chunk = 64
     for start in track(range(0, len(order), chunk), desc=f"sampling {name}", total=-(-len(order) // chunk)):
         if len(kept) >= config.prompts_per_model:
             break
-        batch = order[start : start + chunk]
-        probe = generator.sample([prompts[i] for i in batch], config.probe_samples, seed=config.seed + 1, **sampling)
+        batch = [i for i in order[start : start + chunk] if not full(greedy_ok[i])]  # skip full strata
         candidates = []
-        for i, answers in zip(batch, probe, strict=True):
-            genuine = sum(is_genuine(facts[i], a) for a in answers)
-            probed += 1
-            probe_correct += genuine
-            if 2 <= genuine <= config.probe_samples - 2:
+        for i, answers in draw(batch, config.probe_samples, config.seed + 1).items():
+            labels = [label_response(facts[i], a) for a in answers]
+            counts["probed"] += 1
+            counts["genuine"] += labels.count("genuine")
+            counts["malformed"] += labels.count("malformed")
+            if min(labels.count("genuine"), labels.count("hallucinated")) >= 2:
                 candidates.append(i)
-        if not candidates:
-            continue
-        full = generator.sample([prompts[i] for i in candidates], config.samples, seed=config.seed + 2, **sampling)
-        for i, answers in zip(candidates, full, strict=True):
-            labels = [0 if is_genuine(facts[i], a) else 1 for a in answers]
-            n_h = sum(labels)
-            if min(n_h, len(labels) - n_h) >= config.min_per_class and len(kept) < config.prompts_per_model:
+        for i, answers in draw(candidates, config.max_samples, config.seed + 2).items():
+            labelled = [(a, label_response(facts[i], a)) for a in answers]
+            well_formed = [(a, int(label == "hallucinated")) for a, label in labelled if label != "malformed"]
+            counts["drawn"] += len(answers)
+            counts["drawn_malformed"] += len(answers) - len(well_formed)
+            well_formed = well_formed[: config.samples]
+            n_h = sum(y for _, y in well_formed)
+            enough = len(well_formed) == config.samples and min(n_h, config.samples - n_h) >= config.min_per_class
+            if enough and not full(greedy_ok[i]):
                 kept.append(
                     {
                         "model": name,
@@ -207,21 +253,31 @@ def sample_pairs(name: str, generator, config: SocratesConfig, model_index: int)
                         "country": facts[i].country,
                         "value": facts[i].value,
                         "prompt": prompts[i],
+                        "temperature": temperature[i],
                         "greedy_answer": greedy[i],
                         "greedy_genuine": bool(greedy_ok[i]),
-                        "responses": answers,
-                        "labels": labels,
+                        "malformed_drawn": len(answers) - len(labelled_ok(labelled)),
+                        "responses": [a for a, _ in well_formed],
+                        "labels": [y for _, y in well_formed],
                     }
                 )
+    probe_total = max(1, counts["probed"] * config.probe_samples)
     stats = {
         "greedy_accuracy": float(np.mean(list(greedy_ok.values()))),
-        "probe_accuracy": probe_correct / max(1, probed * config.probe_samples),
-        "facts_probed": probed,
+        "probe_accuracy": counts["genuine"] / probe_total,
+        "probe_malformed_rate": counts["malformed"] / probe_total,
+        "malformed_rate": counts["drawn_malformed"] / max(1, counts["drawn"]),  # the separate slice, left out
+        "facts_probed": counts["probed"],
         "pairs_kept": len(kept),
         "kept_greedy_accuracy": float(np.mean([p["greedy_genuine"] for p in kept])) if kept else 0.0,
         "kept_hallucination_rate": float(np.mean([np.mean(p["labels"]) for p in kept])) if kept else 0.0,
     }
     return kept, stats
+
+
+def labelled_ok(labelled: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The (answer, label) rows whose label is not "malformed"."""
+    return [row for row in labelled if row[1] != "malformed"]
 
 
 def build_socrates_mini(config: SocratesConfig, generators: dict[str, Any]) -> SocratesMini:
@@ -250,6 +306,115 @@ def build_socrates_mini(config: SocratesConfig, generators: dict[str, Any]) -> S
         models=models,
         config=asdict(config),
     )
+
+
+# ------------------------------------------------------------------------------------- the shipped artifact
+
+
+def sha256_file(path: str | Path) -> str:
+    """sha256 hex digest of a file."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def save_artifact(datasets: dict[int, SocratesMini], path: str | Path) -> str:
+    """Write datasets by seed into one ``.npz`` (texts once, float16 embeddings once per distinct text).
+
+    Returns:
+        The file's sha256 (pin it in the registry: ``aporia.socrates_mini``'s ``sha256[ARTIFACT]``).
+    """
+    texts = sorted({t for d in datasets.values() for t in d.responses})
+    index = {t: k for k, t in enumerate(texts)}
+    vectors = np.zeros((len(texts), datasets[next(iter(datasets))].embeddings.shape[1]), dtype=np.float16)
+    arrays: dict[str, np.ndarray] = {}
+    meta: dict[str, Any] = {"format": FORMAT_VERSION, "seeds": {}}
+    for seed, d in datasets.items():
+        rows = np.array([index[t] for t in d.responses], dtype=np.int32)
+        vectors[rows] = d.embeddings.astype(np.float16)
+        arrays |= {f"text_{seed}": rows, f"labels_{seed}": d.labels, f"pair_{seed}": d.pair}
+        meta["seeds"][str(seed)] = {"pairs": d.pairs, "models": d.models, "config": d.config}
+    arrays["texts"] = np.array(texts, dtype=str)
+    arrays["embeddings"] = vectors
+    arrays["meta"] = np.array(json.dumps(meta, sort_keys=True))
+    path = Path(path)
+    with open(path, "wb") as handle:  # np.savez would add the name's .npz suffix; a handle keeps the path
+        np.savez_compressed(handle, **arrays)
+    return sha256_file(path)
+
+
+def load_artifact(path: str | Path, sha256: str | None = None) -> dict[int, SocratesMini]:
+    """Datasets by seed from :func:`save_artifact`'s file, after checking its sha256.
+
+    Args:
+        path: The ``.npz`` file.
+        sha256: Expected digest (None skips the check; :func:`published` always passes the registry pin).
+
+    Raises:
+        ZooError: If the file is missing or its digest differs from ``sha256``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ZooError(f"SOCRATES-mini artifact {path} is missing; build it with python -m zoo.aporia.build")
+    if sha256 is not None and (actual := sha256_file(path)) != sha256:
+        raise ZooError(
+            f"SOCRATES-mini artifact {path} has sha256 {actual[:12]}..., the pin is {sha256[:12]}...: the file is "
+            "corrupted or was rebuilt; restore it (git checkout) or rebuild and re-pin it (python -m zoo.aporia.build)"
+        )
+    with np.load(path, allow_pickle=False) as arrays:
+        meta = json.loads(str(arrays["meta"]))
+        if meta.get("format") != FORMAT_VERSION:
+            raise ZooError(f"{path} has format {meta.get('format')}, this code reads {FORMAT_VERSION}; rebuild it")
+        texts, vectors = arrays["texts"], arrays["embeddings"].astype(np.float32)
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)  # undo float16 rounding
+        datasets = {}
+        for seed, info in meta["seeds"].items():
+            rows = arrays[f"text_{seed}"]
+            datasets[int(seed)] = SocratesMini(
+                responses=[str(t) for t in texts[rows]],
+                labels=arrays[f"labels_{seed}"],
+                pair=arrays[f"pair_{seed}"],
+                embeddings=vectors[rows],
+                pairs=info["pairs"],
+                models=info["models"],
+                config=info["config"],
+            )
+    return datasets
+
+
+def artifact_path() -> Path:
+    """The shipped artifact: ``hub_cards/aporia.socrates_mini/socrates_mini.npz`` (the detector's mirror)."""
+    from zoo._registry import get_entry
+
+    return get_entry("aporia.socrates_mini").mirror_dir / ARTIFACT
+
+
+def published(seed: int = 0) -> SocratesMini:
+    """The published SOCRATES-mini of dataset seed ``seed``, hash-checked against the registry pin.
+
+    Raises:
+        ZooError: On an unpublished seed, or an artifact whose sha256 differs from the pin.
+    """
+    from zoo._registry import get_entry
+
+    pins = get_entry("aporia.socrates_mini").pretrained_cfg.sha256
+    if ARTIFACT not in pins:
+        raise ZooError(f"the registry pins no {ARTIFACT} for aporia.socrates_mini; run python -m zoo.aporia.build")
+    datasets = _published(pins[ARTIFACT])
+    if seed not in datasets:
+        raise ZooError(f"SOCRATES-mini is published for dataset seeds {sorted(datasets)}, not {seed}")
+    return datasets[seed]
+
+
+_PUBLISHED: dict[str, dict[int, SocratesMini]] = {}
+
+
+def _published(sha256: str) -> dict[int, SocratesMini]:
+    if sha256 not in _PUBLISHED:
+        _PUBLISHED[sha256] = load_artifact(artifact_path(), sha256)
+    return _PUBLISHED[sha256]
 
 
 def load_generators(names: tuple[str, ...]) -> dict[str, Any]:

@@ -1,21 +1,25 @@
 """Country facts from the ``countryinfo`` package, the question/answer templates, and the labelling rule.
 
-A *fact* is (country, attribute, value). Each attribute has five question templates and five answer
-templates. The training corpus states every fact five times, question template ``i`` followed by a
-per-fact shuffled answer template, so a model that knows a fact may phrase its answer five ways
-(genuine answers are semantically identical but not always the same string).
+A *fact* is (country, attribute, value). Each attribute has five question templates and ten answer
+templates (paraphrases: the value at the start, middle or end of the sentence, different verbs). The
+training corpus states every fact five times, question template ``i`` followed by one of five answer
+templates drawn per fact from the ten, so a model that knows a fact phrases its answer many ways and
+genuine answers are semantically identical but not near-duplicate strings.
 
 Labelling rule (documented in the registry notes, tested in ``tests/aporia/test_facts.py``):
 
 1. Fold the response and the templates: Unicode NFKD, diacritics dropped, case folded, whitespace
    collapsed, trailing punctuation dropped.
-2. The response must match one of the five answer templates *of the asked attribute*, with the
-   *asked country* in the country slot; the text in the value slot is the answer string. A response
-   that matches no template (garbled, about another country, another attribute) is hallucinated.
-3. The answer is genuine iff the folded answer string, with a leading "the" and punctuation other
-   than ``+`` removed, equals the folded value or one of its aliases. Aliases: for border answers the
-   neighbour's ``altSpellings`` longer than three characters (ISO codes dropped), and every true
-   neighbour counts (a country has several); other attributes have none.
+2. Parse: the response must match one of the ten answer templates *of the asked attribute*, with the
+   *asked country* in the country slot; the text in the value slot (folded, leading "the" and punctuation
+   other than ``+`` removed) is a candidate answer. Several templates may match; every parse is a candidate.
+3. Type: a candidate is *well-formed* if it is a value of the asked attribute for some country (a real
+   capital, region, currency code, ...; for borders any country name or alias). A response with no
+   well-formed candidate is **malformed** (garbled, run-on, about another country, wrong type) and is not
+   labelled: SOCRATES-mini keeps it out of the pairs and reports its rate separately.
+4. A well-formed response is **genuine** iff a candidate equals the folded value or one of its aliases
+   (for borders: every true neighbour and its ``altSpellings`` longer than three characters), else
+   **hallucinated**: fluent, parseable, of the right type, and wrong.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+QUESTIONS_PER_FACT = 5  # question templates per attribute = lines per fact in the corpus
 ATTRIBUTES = ("capital", "region", "subregion", "demonym", "currency", "calling_code", "border", "language")
 
 QUESTION_TEMPLATES: dict[str, tuple[str, ...]] = {
@@ -95,6 +100,11 @@ ANSWER_TEMPLATES: dict[str, tuple[str, ...]] = {
         "The capital city of {c} is {v}.",
         "{c} has its capital in {v}.",
         "The government of {c} sits in {v}.",
+        "{v} serves as the capital of {c}.",
+        "The seat of government of {c} is in {v}.",
+        "{c} is governed from {v}.",
+        "{c}'s capital is {v}.",
+        "If you visit the capital of {c}, you go to {v}.",
     ),
     "region": (
         "{c} is in {v}.",
@@ -102,6 +112,11 @@ ANSWER_TEMPLATES: dict[str, tuple[str, ...]] = {
         "{c} is part of {v}.",
         "{c} lies in {v}.",
         "The region of {c} is {v}.",
+        "{c} is a country in {v}.",
+        "{v} is the region where {c} lies.",
+        "You find {c} in {v}.",
+        "{c} is located in the region {v}.",
+        "{c}'s region is {v}.",
     ),
     "subregion": (
         "The subregion of {c} is {v}.",
@@ -109,6 +124,11 @@ ANSWER_TEMPLATES: dict[str, tuple[str, ...]] = {
         "{v} is the subregion that contains {c}.",
         "{c} belongs to the subregion of {v}.",
         "Geographers place {c} in {v}.",
+        "{c} lies in the subregion {v}.",
+        "{c}'s subregion is {v}.",
+        "Within its region, {c} is in {v}.",
+        "{c} is classified as part of {v}.",
+        "The subregion {v} includes {c}.",
     ),
     "demonym": (
         "People from {c} are called {v}.",
@@ -116,6 +136,11 @@ ANSWER_TEMPLATES: dict[str, tuple[str, ...]] = {
         "Someone from {c} is {v}.",
         "A native of {c} is called {v}.",
         "A person from {c} is {v}.",
+        "Citizens of {c} are called {v}.",
+        "{c}'s people are known as {v}.",
+        "The people of {c} are {v}.",
+        "We call a person from {c} {v}.",
+        "Someone born in {c} is called {v}.",
     ),
     "currency": (
         "The currency code of {c} is {v}.",
@@ -123,6 +148,11 @@ ANSWER_TEMPLATES: dict[str, tuple[str, ...]] = {
         "{v} is the currency code of {c}.",
         "Money in {c} has the code {v}.",
         "In {c} the currency code is {v}.",
+        "The money of {c} is coded {v}.",
+        "{c}'s currency code is {v}.",
+        "Prices in {c} are given in {v}.",
+        "The currency of {c} has the code {v}.",
+        "{c} pays in {v}.",
     ),
     "calling_code": (
         "The calling code of {c} is {v}.",
@@ -130,6 +160,11 @@ ANSWER_TEMPLATES: dict[str, tuple[str, ...]] = {
         "To call {c} you dial {v}.",
         "The dialling code of {c} is {v}.",
         "Phone numbers in {c} start with {v}.",
+        "{c}'s calling code is {v}.",
+        "Calls to {c} use the prefix {v}.",
+        "The phone prefix of {c} is {v}.",
+        "You reach {c} by dialling {v}.",
+        "{v} is the calling code of {c}.",
     ),
     "border": (
         "{c} borders {v}.",
@@ -137,6 +172,11 @@ ANSWER_TEMPLATES: dict[str, tuple[str, ...]] = {
         "{c} shares a border with {v}.",
         "A country next to {c} is {v}.",
         "{v} lies on the border of {c}.",
+        "{v} borders {c}.",
+        "One neighbour of {c} is {v}.",
+        "{c} has a border with {v}.",
+        "{c} and {v} share a border.",
+        "{c} is next to {v}.",
     ),
     "language": (
         "The main language of {c} is {v}.",
@@ -144,6 +184,11 @@ ANSWER_TEMPLATES: dict[str, tuple[str, ...]] = {
         "{v} is spoken in {c}.",
         "The first official language of {c} is {v}.",
         "In {c} people talk in {v}.",
+        "{c}'s main language is {v}.",
+        "Most people in {c} speak {v}.",
+        "The language of {c} is {v}.",
+        "{v} is the main language of {c}.",
+        "People from {c} speak {v}.",
     ),
 }
 
@@ -192,7 +237,7 @@ class Fact:
         return QUESTION_TEMPLATES[self.attribute][template].format(c=self.country)
 
     def answer(self, template: int) -> str:
-        """The correct answer sentence in template ``template`` (0-4)."""
+        """The correct answer sentence in template ``template`` (0-9)."""
         return ANSWER_TEMPLATES[self.attribute][template].format(c=self.country, v=self.value)
 
 
@@ -253,19 +298,23 @@ def country_facts() -> tuple[Fact, ...]:
     return tuple(facts)
 
 
-def fact_lines(facts: Sequence[Fact], seed: int = 0) -> list[str]:
-    """The facts corpus: each fact five times ("Q: question A: answer"), answer templates shuffled per fact.
+def fact_lines(facts: Sequence[Fact], seed: int = 0, paraphrases: int = 10) -> list[str]:
+    """The facts corpus: each fact five times ("Q: question A: answer"), five of its answer templates per fact.
 
     Args:
         facts: Facts to state.
-        seed: Seed of the per-fact answer-template permutation and of the line order.
+        seed: Seed of the per-fact answer-template choice and of the line order.
+        paraphrases: Answer templates the choice draws from: 10 (all), or 5 (the first five: the corpus of the
+            first SOCRATES-mini, which the generators gpt2_s, llama_xs and llama_s were trained on).
     """
+    if not QUESTIONS_PER_FACT <= paraphrases <= len(ANSWER_TEMPLATES["capital"]):
+        raise ValueError(f"paraphrases={paraphrases} must be between {QUESTIONS_PER_FACT} and 10")
     rng = random.Random(seed)
     lines = []
     for fact in facts:
-        answers = list(range(5))
+        answers = list(range(paraphrases))
         rng.shuffle(answers)
-        lines += [f"{prompt(fact, q)} {fact.answer(a)}" for q, a in enumerate(answers)]
+        lines += [f"{prompt(fact, q)} {fact.answer(a)}" for q, a in enumerate(answers[:QUESTIONS_PER_FACT])]
     rng.shuffle(lines)
     return lines
 
@@ -284,22 +333,69 @@ def _answer_patterns(attribute: str, country: str) -> tuple[re.Pattern, ...]:
     return tuple(patterns)
 
 
-def extract_answer(fact: Fact, response: str) -> str | None:
-    """The folded answer string of ``response`` to a question about ``fact``, or None if it matches no template."""
+@lru_cache(maxsize=len(ATTRIBUTES))
+def value_vocabulary(attribute: str) -> frozenset[str]:
+    """Every folded answer that is a value of ``attribute`` for some country: the "right type" of answer."""
+    return frozenset().union(*(f.accepted for f in country_facts() if f.attribute == attribute))
+
+
+def parse_answers(fact: Fact, response: str) -> list[str]:
+    """Every folded answer that an answer template of ``fact``'s attribute and country reads in ``response``."""
     text = fold(response)
+    answers = []
     for pattern in _answer_patterns(fact.attribute, fact.country):
         match = pattern.match(text)
         if match:
-            return fold_answer(match.group("value"))
+            answer = fold_answer(match.group("value"))
+            if answer and answer not in answers:
+                answers.append(answer)
+    return answers
+
+
+def extract_answer(fact: Fact, response: str, use_truth: bool = True) -> str | None:
+    """The folded answer of ``response`` to a question about ``fact``, None if it matches no template.
+
+    Args:
+        fact: The fact asked about.
+        response: The generated answer.
+        use_truth: Prefer a correct parse when several templates match (the labeller). False gives the
+            label-free parse the majority vote and semantic entropy read: a parse of the right type, else the first.
+    """
+    answers = parse_answers(fact, response)
+    vocabulary = value_vocabulary(fact.attribute)
+    rules = (lambda a: a in fact.accepted,) if use_truth else ()
+    for good in (*rules, lambda a: a in vocabulary, lambda a: True):
+        for answer in answers:
+            if good(answer):
+                return answer
     return None
 
 
-def is_genuine(fact: Fact, response: str) -> bool:
-    """The labelling rule: True (genuine) iff the response states the fact, False (hallucinated) otherwise.
+def label_response(fact: Fact, response: str) -> str:
+    """``"genuine"``, ``"hallucinated"`` (well-formed and wrong) or ``"malformed"`` (see the module docstring).
 
     Args:
         fact: The fact the prompt asked about.
         response: The generated answer (without the prompt).
     """
     answer = extract_answer(fact, response)
-    return answer is not None and answer in fact.accepted
+    if answer is not None and answer in fact.accepted:
+        return "genuine"
+    if answer is not None and answer in value_vocabulary(fact.attribute):
+        return "hallucinated"
+    return "malformed"
+
+
+def is_genuine(fact: Fact, response: str) -> bool:
+    """True iff the response states the fact (any template, any accepted alias), else False.
+
+    Args:
+        fact: The fact the prompt asked about.
+        response: The generated answer (without the prompt).
+    """
+    return label_response(fact, response) == "genuine"
+
+
+def is_well_formed(fact: Fact, response: str) -> bool:
+    """True iff the response parses and its answer has the asked attribute's type (genuine or hallucinated)."""
+    return label_response(fact, response) != "malformed"

@@ -1,8 +1,8 @@
 """Small causal LMs built from ``transformers`` configs, and batched sampling with a KV cache.
 
-These are the response generators that stand in for the paper's ten small LLMs: GPT-2 and Llama
-architectures at a few widths and depths, trained from scratch by ``AporiaGeneratorModule`` on the
-country-facts corpus mixed with Wikipedia text.
+These are the response generators that stand in for the paper's ten small LLMs: GPT-2, Llama, GPT-NeoX
+(Pythia's family) and Qwen2 architectures at a few widths and depths, trained from scratch by
+``AporiaGeneratorModule`` on the country-facts corpus mixed with Wikipedia text.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-ARCHITECTURES = ("gpt2", "llama")
+ARCHITECTURES = ("gpt2", "llama", "gpt_neox", "qwen2")
 
 
 @dataclass
@@ -20,7 +20,7 @@ class LMConfig:
     """Architecture of a generator LM.
 
     Args:
-        arch: ``"gpt2"`` or ``"llama"``.
+        arch: One of :data:`ARCHITECTURES`.
         vocab_size: Vocabulary size (the BPE's).
         d_model: Hidden width.
         n_layers: Transformer blocks.
@@ -61,6 +61,37 @@ def build_causal_lm(config: LMConfig):
             **common,
         )
         return GPT2LMHeadModel(hf_config)
+    if config.arch == "gpt_neox":
+        from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+
+        hf_config = GPTNeoXConfig(
+            hidden_size=config.d_model,
+            intermediate_size=4 * config.d_model,
+            num_hidden_layers=config.n_layers,
+            num_attention_heads=config.n_heads,
+            max_position_embeddings=config.context,
+            rotary_pct=0.25,  # Pythia's partial rotary embedding
+            use_parallel_residual=True,
+            hidden_dropout=0.0,
+            attention_dropout=0.0,
+            tie_word_embeddings=False,  # Pythia unties the output embedding
+            **common,
+        )
+        return GPTNeoXForCausalLM(hf_config)
+    if config.arch == "qwen2":
+        from transformers import Qwen2Config, Qwen2ForCausalLM
+
+        hf_config = Qwen2Config(
+            hidden_size=config.d_model,
+            intermediate_size=(8 * config.d_model // 3 + 31) // 32 * 32,
+            num_hidden_layers=config.n_layers,
+            num_attention_heads=config.n_heads,
+            num_key_value_heads=max(1, config.n_heads // 2),  # grouped-query attention, as in Qwen2
+            max_position_embeddings=config.context,
+            tie_word_embeddings=True,
+            **common,
+        )
+        return Qwen2ForCausalLM(hf_config)
     from transformers import LlamaConfig, LlamaForCausalLM
 
     hf_config = LlamaConfig(
@@ -87,7 +118,7 @@ def _top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
     return logits.masked_fill(drop, float("-inf"))
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def generate(
     lm,
     prompt_ids: torch.Tensor,
@@ -97,17 +128,20 @@ def generate(
     temperature: float = 1.0,
     top_p: float = 1.0,
     generator: torch.Generator | None = None,
+    attention_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Continue equal-length prompts token by token with a KV cache.
+    """Continue prompts token by token with a KV cache.
 
     Args:
         lm: A ``transformers`` causal LM.
-        prompt_ids: ``(batch, length)`` prompt token ids (all prompts the same length, so no padding).
+        prompt_ids: ``(batch, length)`` prompt token ids, left-padded when lengths differ.
         max_new_tokens: Tokens to generate at most.
         eos_id: Token that ends a continuation; later positions are filled with it.
         temperature: Sampling temperature; 0 means greedy decoding.
         top_p: Nucleus sampling mass (1.0 = off).
         generator: Random generator for reproducible samples.
+        attention_mask: ``(batch, length)`` 1 for prompt tokens, 0 for left padding (None = no padding). The
+            positions count real tokens only, so a padded prompt is continued as if it stood alone.
 
     Returns:
         ``(batch, max_new_tokens)`` generated ids.
@@ -115,10 +149,15 @@ def generate(
     batch = prompt_ids.shape[0]
     out = torch.full((batch, max_new_tokens), eos_id, dtype=torch.long)
     done = torch.zeros(batch, dtype=torch.bool)
+    mask = torch.ones_like(prompt_ids) if attention_mask is None else attention_mask.long()
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
     cache = None
     inputs = prompt_ids
     for step in range(max_new_tokens):
-        result = lm(input_ids=inputs, cache=cache, use_cache=True, logits_to_keep=1)
+        result = lm(
+            input_ids=inputs, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True,
+            logits_to_keep=1,
+        )  # fmt: skip
         cache = result.cache
         logits = result.logits[:, -1, :].float()
         if temperature <= 0:
@@ -132,6 +171,8 @@ def generate(
         if bool(done.all()):
             break
         inputs = token[:, None]
+        positions = positions[:, -1:] + 1
+        mask = torch.cat([mask, torch.ones(batch, 1, dtype=mask.dtype)], dim=1)
     return out
 
 
@@ -145,14 +186,14 @@ def continuations(
     temperature: float = 1.0,
     top_p: float = 0.95,
     seed: int = 0,
-    max_batch: int = 512,
+    max_batch: int = 1024,
     prefix: str = "<|endoftext|>",
 ) -> list[list[str]]:
     """Sample ``num_samples`` continuations of each prompt (decoded text, stripped).
 
-    Prompts of equal token length are decoded together (no padding), in a fixed order, each batch with
-    its own generator seeded from ``seed`` and the batch's first prompt, so results are reproducible
-    for the same prompts and settings.
+    Prompts are decoded together up to ``max_batch`` sequences, left-padded with an attention mask, in a
+    fixed order, each batch with its own generator seeded from ``seed`` and the batch's first prompt, so
+    results are reproducible for the same prompts and settings.
 
     Args:
         lm: A ``transformers`` causal LM (set to eval mode here).
@@ -170,23 +211,21 @@ def continuations(
     eos_id = tokenizer.token_to_id("<|endoftext|>")
     encoded = [tokenizer.encode(prefix + p).ids for p in prompts]
     results: list[list[str]] = [[] for _ in prompts]
-    by_length: dict[int, list[int]] = {}
-    for index, ids in enumerate(encoded):
-        by_length.setdefault(len(ids), []).append(index)
+    order = sorted(range(len(prompts)), key=lambda i: len(encoded[i]))  # similar lengths share a batch
     per_batch = max(1, max_batch // num_samples)
-    for length in sorted(by_length):
-        indices = by_length[length]
-        for start in range(0, len(indices), per_batch):
-            chunk = indices[start : start + per_batch]
-            generator = torch.Generator().manual_seed(seed * 1_000_003 + chunk[0])
-            ids = torch.tensor([encoded[i] for i in chunk for _ in range(num_samples)])
-            tokens = generate(
-                lm, ids, max_new_tokens=max_new_tokens, eos_id=eos_id, temperature=temperature, top_p=top_p,
-                generator=generator,
-            )  # fmt: skip
-            texts = _decode(tokenizer, tokens, eos_id)
-            for k, index in enumerate(chunk):
-                results[index] = texts[k * num_samples : (k + 1) * num_samples]
+    for start in range(0, len(order), per_batch):
+        chunk = order[start : start + per_batch]
+        width = max(len(encoded[i]) for i in chunk)
+        rows = [[eos_id] * (width - len(encoded[i])) + encoded[i] for i in chunk for _ in range(num_samples)]
+        masks = [[0] * (width - len(encoded[i])) + [1] * len(encoded[i]) for i in chunk for _ in range(num_samples)]
+        generator = torch.Generator().manual_seed(seed * 1_000_003 + chunk[0])
+        tokens = generate(
+            lm, torch.tensor(rows), max_new_tokens=max_new_tokens, eos_id=eos_id, temperature=temperature,
+            top_p=top_p, generator=generator, attention_mask=torch.tensor(masks),
+        )  # fmt: skip
+        texts = _decode(tokenizer, tokens, eos_id)
+        for k, index in enumerate(chunk):
+            results[index] = texts[k * num_samples : (k + 1) * num_samples]
     return results
 
 

@@ -25,7 +25,9 @@ SUPERVISED_ARMS = (
     "label_spreading",
     "reference_nearest_mean",
 )
-UNSUPERVISED_ARMS = ("self_consistency", "reference_majority_vote")
+UNSUPERVISED_ARMS = ("self_consistency", "semantic_entropy", "reference_majority_vote")
+#: Arms that read the parsed answers of the pair (label-free parse: the true value is never consulted).
+ANSWER_ARMS = ("semantic_entropy", "reference_majority_vote")
 ARMS = SUPERVISED_ARMS + UNSUPERVISED_ARMS
 #: The ProtocolConfig field each tunable arm's grid sets (APORIA-LP's lambda also drives its ablations).
 TUNED_FIELD = {
@@ -34,6 +36,7 @@ TUNED_FIELD = {
     "knn": "knn_k",
     "label_spreading": "spreading_gamma",
     "self_consistency": "consistency_threshold",
+    "semantic_entropy": "entropy_threshold",
 }
 
 
@@ -51,6 +54,8 @@ class ProtocolConfig:
         logreg_c: Inverse L2 strength of the logistic-regression baseline.
         spreading_gamma: RBF width of the label-spreading baseline.
         consistency_threshold: Cosine to the medoid below which the unsupervised baseline says H.
+        entropy_threshold: Semantic-entropy baseline: H iff the response's answer cluster holds less than this
+            share of the largest cluster's responses.
         seed: Seed of the folds and draws.
     """
 
@@ -63,6 +68,7 @@ class ProtocolConfig:
     logreg_c: float = 1.0
     spreading_gamma: float = 20.0
     consistency_threshold: float = 0.8
+    entropy_threshold: float = 1.0
     seed: int = 0
 
 
@@ -129,6 +135,39 @@ def majority_vote_predict(answers: Sequence[str | None]) -> np.ndarray:
     return np.array([a is None or a != consensus for a in answers], dtype=np.int64)
 
 
+def semantic_clusters(answers: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Equivalence classes of answers (same parsed answer = same meaning; each unparsed answer is its own class).
+
+    Returns:
+        ``(cluster, share)``: each response's cluster index and each cluster's share of the responses.
+    """
+    keys = [a if a is not None else ("\x00", i) for i, a in enumerate(answers)]
+    index: dict = {}
+    cluster = np.array([index.setdefault(k, len(index)) for k in keys], dtype=np.int64)
+    share = np.bincount(cluster, minlength=len(index)) / max(1, len(keys))
+    return cluster, share
+
+
+def semantic_entropy(answers: Sequence[str | None]) -> float:
+    """Semantic entropy of a pair: ``-sum_c p_c log p_c`` over its answer clusters (Farquhar et al., discrete form)."""
+    _, share = semantic_clusters(answers)
+    return float(-(share * np.log(share)).sum()) if len(share) else 0.0
+
+
+def semantic_entropy_predict(answers: Sequence[str | None], threshold: float) -> np.ndarray:
+    """Semantic-entropy-style baseline: H iff a response's cluster share is below ``threshold`` x the largest share.
+
+    Responses are grouped into clusters of equivalent answers (:func:`semantic_clusters`, string equality of the
+    parsed answer standing in for bidirectional entailment); a response's surprisal ``-log p_c`` is its share of
+    the pair's semantic entropy, and rare meanings are flagged. ``threshold = 1`` flags every cluster but the
+    largest (the majority vote); smaller values keep runner-up meanings (several true neighbours, say) genuine.
+    """
+    cluster, share = semantic_clusters(answers)
+    if not len(share):
+        return np.zeros(0, dtype=np.int64)
+    return (share[cluster] < threshold * share.max() - 1e-12).astype(np.int64)
+
+
 def nearest_mean_predict(x_labelled: np.ndarray, y_labelled: np.ndarray, x: np.ndarray) -> np.ndarray:
     """H iff the embedding is nearer (Euclidean) to the labelled hallucinated mean than to the genuine one."""
     means = [np.asarray(x_labelled, dtype=np.float64)[y_labelled == c].mean(0) for c in (0, 1)]
@@ -165,8 +204,9 @@ def evaluate_pair(
     unknown = sorted(set(arms) - set(ARMS))
     if unknown:
         raise ValueError(f"unknown arms {unknown}; choose from {', '.join(ARMS)}")
-    if "reference_majority_vote" in arms and answers is None:
-        raise ValueError("reference_majority_vote needs the parsed answers of the pair (answers=...)")
+    needs_answers = sorted(set(arms) & set(ANSWER_ARMS))
+    if needs_answers and answers is None:
+        raise ValueError(f"{', '.join(needs_answers)} need the parsed answers of the pair (answers=...)")
     majority = majority_vote_predict(answers) if "reference_majority_vote" in arms else None
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y).astype(np.int64)
@@ -181,6 +221,9 @@ def evaluate_pair(
             )
         if majority is not None:
             f1["reference_majority_vote"][s] = f1_hallucinated(y[test], majority[test])
+        if "semantic_entropy" in f1:
+            flagged = semantic_entropy_predict(answers, fold_config.entropy_threshold)
+            f1["semantic_entropy"][s] = f1_hallucinated(y[test], flagged[test])
         for r in range(config.draws):
             for b, chosen in enumerate(balanced_labels(y[train], config.budgets, rng)):
                 labelled = train[chosen]
@@ -229,6 +272,7 @@ def tune_pair(
     grids: Mapping[str, Sequence[float]],
     budget: int,
     draws: int,
+    answers: Sequence[str | None] | None = None,
 ) -> dict[str, np.ndarray]:
     """Validation F1 of each grid value of each tunable arm, per fold of :func:`evaluate_pair`.
 
@@ -245,6 +289,7 @@ def tune_pair(
         grids: Values to try by arm (keys of :data:`TUNED_FIELD`).
         budget: Labels per draw.
         draws: Label draws per fold.
+        answers: Parsed answers of the pair's responses (needed to tune ``semantic_entropy``).
 
     Returns:
         By arm, ``(splits, len(grid))`` mean validation F1 over the draws.
@@ -263,6 +308,10 @@ def tune_pair(
                 for v, value in enumerate(values):
                     if arm == "self_consistency":
                         predicted = self_consistency_predict(x_train[validation], value)
+                    elif arm == "semantic_entropy":
+                        if answers is None:
+                            raise ValueError("tuning semantic_entropy needs the parsed answers (answers=...)")
+                        predicted = semantic_entropy_predict(answers, value)[train][validation]
                     else:
                         tuned = replace(config, **{TUNED_FIELD[arm]: value})
                         predicted = _supervised_predictions(x_train, y_train, labelled, pool, validation, tuned, [arm])

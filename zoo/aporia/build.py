@@ -1,0 +1,62 @@
+"""Build the shipped SOCRATES-mini artifact: ``python -m zoo.aporia.build [--seeds 0 1 2] [--out FILE]``.
+
+The pipeline: load the published generator LMs (sha256-verified), sample, label and embed one dataset per
+seed (:func:`zoo.aporia.dataset.build_socrates_mini`), write them into one ``.npz``
+(:func:`zoo.aporia.dataset.save_artifact`) and print its sha256 with per-generator statistics. By default it
+writes ``hub_cards/aporia.socrates_mini/socrates_mini.npz``; the printed digest goes into the registry pin
+(``zoo/aporia/__init__.py``), which :func:`zoo.aporia.dataset.published` checks on every load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import replace
+
+import zoo
+from zoo.aporia.dataset import (
+    PUBLISHED_SEEDS,
+    SocratesConfig,
+    artifact_path,
+    build_socrates_mini,
+    load_generators,
+    save_artifact,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m zoo.aporia.build", description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(PUBLISHED_SEEDS), help="dataset seeds")
+    parser.add_argument("--out", default=None, help="output .npz (default: the detector's mirror folder)")
+    parser.add_argument("--prompts-per-model", type=int, default=None, help="pairs per generator (default 60)")
+    parser.add_argument("--candidates-per-model", type=int, default=None, help="facts probed per generator")
+    parser.add_argument(
+        "--generator", action="append", default=[], metavar="NAME=DIR",
+        help="use the exported folder DIR for generator NAME (e.g. before it is pinned); repeatable",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    config = SocratesConfig()
+    if args.prompts_per_model:
+        config = replace(config, prompts_per_model=args.prompts_per_model)
+    if args.candidates_per_model:
+        config = replace(config, candidates_per_model=args.candidates_per_model)
+    folders = dict(item.split("=", 1) for item in args.generator)
+    unknown = sorted(set(folders) - set(config.generators))
+    if unknown:
+        parser.error(f"--generator {', '.join(unknown)}: not one of {', '.join(config.generators)}")
+    generators = load_generators(tuple(n for n in config.generators if n not in folders))
+    generators |= {name: zoo.load(folder) for name, folder in folders.items()}
+    generators = {name: generators[name] for name in config.generators}
+    datasets, started = {}, time.perf_counter()
+    for seed in args.seeds:
+        datasets[seed] = build_socrates_mini(replace(config, seed=seed), generators)
+        print(json.dumps({"seed": seed, "pairs": len(datasets[seed]), "models": datasets[seed].models}, indent=1))
+    out = args.out or artifact_path()
+    digest = save_artifact(datasets, out)
+    print(json.dumps({"artifact": str(out), "sha256": digest, "build_s": round(time.perf_counter() - started, 1)}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
