@@ -49,7 +49,7 @@ register_model(
     pretrained_cfg=PretrainedCfg(
         paper=PAPER,
         sha256={
-            "config.json": "c261462104b0055c93982375c5af121f90f0a735442a07f83b07f9dcc51c1d3c",
+            "config.json": "4701db81e1fb58830a7fd88d65f34ff704e3fffad5f5aae0c407e5ae7089ae63",
             "model.safetensors": "22129a130c0242e34b38f60e967f66a68cee29ea3b3745a45695b96980013175",
             "pairs.json": "6c2aa656ce3c064ebf74e9aa727f632b07f22224a23fc3c322ab02ef46a8cedc",
             "socrates_mini.npz": "cf37cbe1a77bb1a825ed4bc4628ba6379fa022ea4256936547e20d66bb3f2199",
@@ -59,14 +59,13 @@ register_model(
         headline="f1_at_40_labels",
         num_params=0,
         notes=(
-            "No learned parameters: the published state is, per pair (80 = 4 generators x 20 prompts), the Fisher "
-            "direction and the labelled projections of one class-balanced draw of 40 labels (fold 0, draw 0), "
-            "plus the held-out answers (pairs.json); it classifies new answers to those prompts only. The card's "
-            "metrics are means over 80 pairs x 5 stratified folds x 10 label draws and 3 protocol seeds, with every "
-            "tuned arm's hyperparameter chosen on validation points inside the training folds. Caveats (numbers on "
-            "the card): the benchmark is easy; APORIA-LP clears the label-free majority vote over parsed answers, "
-            "but the nearest projected class mean (ablation centroid) matches it and tuned logistic regression on "
-            "the raw embeddings scores slightly higher (issue 18 asks for harder data). " + _DATA_NOTES
+            "No learned parameters: the published state is, per pair (356 = 60 prompts for four generators, 58 for "
+            "the two Llamas), the Fisher direction and the labelled projections of one class-balanced draw of 40 "
+            "labels (fold 0, draw 0), plus the held-out answers (pairs.json); it classifies new answers to those "
+            "prompts only. The card's metrics are means over 356 pairs x 5 stratified folds x 1 label draw and 3 "
+            "protocol seeds (one dataset), with 95% bootstrap intervals over (model, prompt) pairs and every tuned "
+            "arm's hyperparameter (5 trials each) chosen on validation points inside the training folds. Issue 18's "
+            "headroom gate and the claim against the best tuned baseline are checked on the card. " + _DATA_NOTES
         ),
     ),
 )

@@ -117,7 +117,7 @@ class SocratesMiniDataModule(pl.LightningDataModule):
         label_budget: int = 40,
         splits: int = 5,
         split: int = 0,
-        draws: int = 3,
+        draws: int = 2,
         seed: int = 0,
         cache_dir: str | None = "default",
     ) -> None:

@@ -48,10 +48,10 @@ PROTOCOL = Protocol(
         "labels": Setting(40, "label budget of the headline f1_at_<labels>_labels and of the tuning", minimum=2),
         "budgets": Setting([10, 20, 40], "label budgets of the F1-vs-budget curve", minimum=2),
         "folds": Setting(5, "stratified folds per pair (test fraction 1/folds)", minimum=2),
-        "draws": Setting(3, "random label draws per fold", minimum=1),
+        "draws": Setting(1, "random label draws per fold (the folds and 3 seeds give 15 draws per pair)", minimum=1),
         "tune_draws": Setting(1, "label draws per fold on the validation split when tuning", minimum=1),
-        "permutations": Setting(10_000, "label shuffles of the tightness permutation test", minimum=1),
-        "bootstrap": Setting(2000, "bootstrap resamples of the (model, prompt) pairs for the 95% intervals", minimum=1),
+        "permutations": Setting(2000, "label shuffles of the tightness permutation test", minimum=1),
+        "bootstrap": Setting(1000, "bootstrap resamples of the (model, prompt) pairs for the 95% intervals", minimum=1),
         "dataset_seed": Setting(
             0, "SOCRATES-mini sampling seed (0 = the published artifact; others are built)", minimum=0
         ),
@@ -249,9 +249,12 @@ def plot(result: dict, axes) -> None:
     from zoo._figures import bar_panel
 
     key, (curve, bars) = f"f1_at_{result['settings']['labels']}_labels", axes
-    colours = iter(
-        ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:gray", "tab:cyan"]
-    )
+    from itertools import cycle
+
+    colours = cycle(
+        ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:gray", "tab:cyan",
+         "tab:olive", "black"]
+    )  # fmt: skip
     for arm, metrics in result["arms"].items():
         points = sorted(
             (int(k.split("_")[2]), v) for k, v in metrics.items() if k.startswith("f1_") and k.endswith("_labels")
