@@ -152,10 +152,8 @@ SWEEP = {
         "pairs",
     ),  # fmt: skip
 }
-#: Modules other changes are rewriting: PB-SAC refuses with a ValueError (a traceback, not one line) and
-#: FairLinBandit runs each rank on its share of the instances; until they call zoo._distributed.refuse_distributed
-#: from setup (README, Scale out), a run that does not refuse in one line is an expected failure, not a pass.
-PENDING = {"pbsac", "fair_lin_bandit"}
+#: Modules expected to refuse but not refusing in one line yet (an expected failure, not a pass); none today.
+PENDING: set[str] = set()
 
 
 @pytest.mark.slow

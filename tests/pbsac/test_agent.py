@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from zoo._distributed import DistributedRefusedError
 from zoo.pbsac.networks import TanhGaussianActor, TwinCritic
 from zoo.pbsac.sac import ReplayBuffer, SACAgent, SACConfig
 
@@ -152,8 +153,9 @@ def test_module_refuses_ddp_because_its_replay_buffer_would_diverge():
 
     module = PBSACModule()
     module._trainer = SimpleNamespace(world_size=2)
-    with pytest.raises(ValueError, match="cannot train under DDP.*replay") as error:
-        module.on_fit_start()
+    module._trainer.strategy = SimpleNamespace()
+    with pytest.raises(DistributedRefusedError, match="cannot fit in 2 processes.*replay buffer") as error:
+        module.setup("fit")
     assert "\n" not in str(error.value)
 
 

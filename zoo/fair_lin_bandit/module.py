@@ -89,6 +89,7 @@ import lightning.pytorch as pl
 import numpy as np
 import torch
 
+from zoo._distributed import refuse_distributed
 from zoo.fair_lin_bandit.instances import check_instance
 from zoo.fair_lin_bandit.policies import ALGORITHMS, run_episode
 from zoo.fair_lin_bandit.regret import P_TAGS, check_p, regret_table
@@ -161,6 +162,10 @@ class FairLinBanditModule(pl.LightningModule):
             for a, m in zip(arms, mu, strict=True)
         ]
         return torch.from_numpy(np.stack(curves))
+
+    def setup(self, stage: str) -> None:
+        reason = "each process would run the bandit on only its share of the instances and log a partial mean"
+        refuse_distributed(self, reason, stage, stages=("fit", "validate", "test", "predict"))
 
     def _episode(self, batch: dict, stage: str) -> None:
         arms, mu = batch["arms"].double().numpy(), batch["mu"].double().numpy()

@@ -57,6 +57,7 @@ import lightning.pytorch as pl
 import numpy as np
 import torch
 
+from zoo._distributed import refuse_distributed
 from zoo.pbsac.certificate import Certificate, certify
 from zoo.pbsac.certificate import reward_range as reward_range_of
 from zoo.pbsac.mixing import estimate_mixing_time
@@ -183,14 +184,12 @@ class PBSACModule(pl.LightningModule):
     def configure_optimizers(self):
         return list(self.agent.make_optimizers())
 
+    def setup(self, stage: str) -> None:
+        reason = "each process would step its own environment into its own replay buffer and the critics would diverge"
+        refuse_distributed(self, reason, stage)
+
     def on_fit_start(self) -> None:
         h = self.hparams
-        if self.trainer.world_size > 1:
-            raise ValueError(
-                "PB-SAC cannot train under DDP: each rank would step its own environment into its own replay "
-                f"buffer and the ranks' critics would silently diverge; use devices=1 (got world_size "
-                f"{self.trainer.world_size})"
-            )
         self._saved_threads = torch.get_num_threads()
         if h.num_threads:
             torch.set_num_threads(h.num_threads)
