@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from zoo._errors import MissingExtraError, UnknownModelError, ZooError, ZooTypeError
+from zoo._recipes import recipes_root
 
 #: The papers of the zoo, in paper order; also the package names under ``zoo/``.
 PAPER_NAMES = (
@@ -245,24 +246,6 @@ def clear_metrics_cache() -> None:
     _card_metrics.cache_clear()
 
 
-def repo_root() -> Path:
-    """The folder above the ``zoo`` package: the repository root in a checkout."""
-    return Path(__file__).resolve().parent.parent
-
-
-def resolve_recipe(recipe: str | os.PathLike) -> Path | None:
-    """The file of a recipe path such as ``recipes/fedgr/fedavg.yaml``: in the checkout, in the installed
-    package (``zoo/recipes/...``) or relative to the working directory; None if it is nowhere."""
-    path = Path(recipe)
-    if path.is_absolute():
-        return path if path.is_file() else None
-    package = Path(__file__).resolve().parent
-    for candidate in (repo_root() / path, package / path, Path.cwd() / path):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 def hub_cards_root() -> Path:
     """Folder holding the offline mirrors: ``$ZOO_HUB_CARDS`` if set, else ``zoo/hub_cards`` in a wheel,
     else ``hub_cards/`` in a checkout."""
@@ -316,7 +299,7 @@ def _derive_cfg(name: str, cfg: PretrainedCfg) -> PretrainedCfg:
         derived["hf_hub_id"] = "icml26-zoo/" + name.replace(".", "-").replace("_", "-")
     if cfg.revision is None:
         derived["revision"] = "v1"
-    if cfg.recipe is None and resolve_recipe(f"recipes/{paper}/{tag}.yaml") is not None:
+    if cfg.recipe is None and (recipes_root() / paper / f"{tag}.yaml").is_file():
         derived["recipe"] = f"recipes/{paper}/{tag}.yaml"
     return dataclasses.replace(cfg, **derived) if derived else cfg
 
