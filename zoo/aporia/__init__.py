@@ -36,6 +36,17 @@ _DATA_NOTES = (
     "(any true neighbour and its altSpellings longer than 3 characters for borders), else hallucinated."
 )
 
+DETECTOR_LABELS = ("genuine", "hallucinated")
+DETECTOR_INPUT = (
+    "repeated answers (text, without the question) of one generator to one prompt of the pairs it was fitted on; "
+    "model.classify(texts, prompt=...) embeds them with MiniLM (all-MiniLM-L6-v2, unit vectors) and labels each "
+    "'genuine' or 'hallucinated'; forward(embeddings [n, 384], pair_index [n]) gives W_G - W_H (> 0: hallucinated)"
+)
+GENERATOR_INPUT = (
+    "token ids of the checkpoint's byte-level BPE (vocabulary 2048, context 128); forward(ids [B, T]) gives "
+    "next-token logits [B, T, 2048]; model.greedy_accuracy(facts=N) answers fact questions greedily"
+)
+
 register_model(
     "aporia.socrates_mini",
     module="zoo.aporia.module:AporiaDetector",
@@ -49,12 +60,14 @@ register_model(
     pretrained_cfg=PretrainedCfg(
         paper=PAPER,
         sha256={
-            "config.json": "4701db81e1fb58830a7fd88d65f34ff704e3fffad5f5aae0c407e5ae7089ae63",
+            "config.json": "9aaf7c3a4ec0f9222ab7fabb81ee7ee465dc526b38d701cca91bd3f355ee014b",
             "model.safetensors": "22129a130c0242e34b38f60e967f66a68cee29ea3b3745a45695b96980013175",
             "pairs.json": "6c2aa656ce3c064ebf74e9aa727f632b07f22224a23fc3c322ab02ef46a8cedc",
             "socrates_mini.npz": "cf37cbe1a77bb1a825ed4bc4628ba6379fa022ea4256936547e20d66bb3f2199",
         },
         task="text-classification",
+        input_format=DETECTOR_INPUT,
+        label_names=DETECTOR_LABELS,
         datasets=("socrates_mini",),
         headline="f1_at_40_labels",
         num_params=0,
@@ -84,7 +97,7 @@ _GENERATORS = {
 _GENERATOR_PINS: dict[str, dict] = {
     "gpt2_xs": {
         "sha256": {
-            "config.json": "59a729ce930a38596f01f793e0ec8a516957fe44b66e2b6973da280f06cdd3d2",
+            "config.json": "56bce921b8f3d13479c68ef146e0c30d26e46877db0d26b193eecd04540d4e4b",
             "model.safetensors": "663f1ba242182675c51624b00047961b59c5421583a1839015b477c01e383e07",
             "tokenizer.json": "14df55bd24faa43ec23bce3a1d35d5a2a3116a2ecc3493c82920173fa7fa5bf5",
         },
@@ -92,7 +105,7 @@ _GENERATOR_PINS: dict[str, dict] = {
     },
     "gpt2_s": {
         "sha256": {
-            "config.json": "9b73add494d523b27df0b959929fa4f382a0b682873d519b39565a78a081de18",
+            "config.json": "9d2ba4a4dbd282bcb7e567790da2d07d487cf3210ace27a6644c67c8d6364ee5",
             "model.safetensors": "228d821bfa5b4ed5465e0035baa48ca319fa3c097ac3cb71a3ca5ed632dff79d",
             "tokenizer.json": "bbfb0f63ff7e26e4b4f56000fbe88c48f6ce93c591a3f7f19b7be3c5d240fb44",
         },
@@ -100,7 +113,7 @@ _GENERATOR_PINS: dict[str, dict] = {
     },
     "llama_xs": {
         "sha256": {
-            "config.json": "6a3b4abab08d480d487e1f7a10c03bafca3f0f9c7b7ab045fd5d2e99195787d1",
+            "config.json": "50c00a33edfe741d499b7b9f329f9169cb2ed6c7effe19f2588ae054de7e32da",
             "model.safetensors": "2d087541e320c801f99d09870316b1066a45a6ddd444fa5b682c00e96314f01b",
             "tokenizer.json": "bbfb0f63ff7e26e4b4f56000fbe88c48f6ce93c591a3f7f19b7be3c5d240fb44",
         },
@@ -108,7 +121,7 @@ _GENERATOR_PINS: dict[str, dict] = {
     },
     "qwen2_xs": {
         "sha256": {
-            "config.json": "7c6f9ea5ed11e6144056d451dae11af3327ad9001bb4f67bd2092e972286af9d",
+            "config.json": "8a76550b969bfd28c0a5f21bfe7fa10917739b4596515176ce2cc72cc68f3821",
             "model.safetensors": "d759b94680f88538a57ae9b806ac43fe5f19ee6363260b909796e3fabf3cae72",
             "tokenizer.json": "14df55bd24faa43ec23bce3a1d35d5a2a3116a2ecc3493c82920173fa7fa5bf5",
         },
@@ -116,7 +129,7 @@ _GENERATOR_PINS: dict[str, dict] = {
     },
     "neox_s": {
         "sha256": {
-            "config.json": "3ef590dc9fb8028239745ef0e63b23a5960d06d199e6a89879932e3192caa42c",
+            "config.json": "ce0edf219c8b655d3945784fbd3b7a74faae2fced035733ebb04d0995d68218b",
             "model.safetensors": "9a30ac9c7a850df6545ad97b2c4cbe7f0273e72b1a925d8c48074f8c37d37732",
             "tokenizer.json": "14df55bd24faa43ec23bce3a1d35d5a2a3116a2ecc3493c82920173fa7fa5bf5",
         },
@@ -124,7 +137,7 @@ _GENERATOR_PINS: dict[str, dict] = {
     },
     "llama_s": {
         "sha256": {
-            "config.json": "1eae7efc67a2aff2f4c762b1c47b745208ff6eddc6780f4f0bf47c663f6b32c8",
+            "config.json": "3a6b893e365dfd9ba9cde8e91af787c2f0c36ca9099b4a29852c2421b23655a5",
             "model.safetensors": "60d80421762423e466a93649580256a510fe94b04e96d0623a65e1567ae58ab5",
             "tokenizer.json": "bbfb0f63ff7e26e4b4f56000fbe88c48f6ce93c591a3f7f19b7be3c5d240fb44",
         },
@@ -150,6 +163,7 @@ for _tag, (_what, _args) in _GENERATORS.items():
             paper=PAPER,
             sha256=_GENERATOR_PINS[_tag]["sha256"],
             task="text-generation",
+            input_format=GENERATOR_INPUT,
             datasets=("countryinfo", "gensim-wikipedia"),
             headline="greedy_accuracy",
             num_params=_GENERATOR_PINS[_tag]["num_params"],

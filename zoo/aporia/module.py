@@ -45,12 +45,14 @@ import numpy as np
 import torch
 
 from zoo._errors import ZooError
+from zoo._inference import PretrainedMixin
+from zoo.aporia import DETECTOR_INPUT, DETECTOR_LABELS, GENERATOR_INPUT
 from zoo.aporia.generator import LMConfig, build_causal_lm, continuations
 
 TOKENIZER_FILE = "tokenizer.json"
 
 
-class AporiaGeneratorModule(pl.LightningModule):
+class AporiaGeneratorModule(PretrainedMixin, pl.LightningModule):
     """A small causal LM trained on country facts and Wikipedia; one of the "small LLMs" whose answers are judged.
 
     Args:
@@ -64,6 +66,8 @@ class AporiaGeneratorModule(pl.LightningModule):
         weight_decay: AdamW weight decay.
         warmup_steps: Linear warm-up steps before the cosine decay (to 10% of ``lr``).
     """
+
+    DEFAULT_PRETRAINED_CFG = {"input_format": GENERATOR_INPUT}
 
     def __init__(
         self,
@@ -199,7 +203,7 @@ PAIRS_FILE = "pairs.json"
 LABELS = ("genuine", "hallucinated")
 
 
-class AporiaDetector(pl.LightningModule):
+class AporiaDetector(PretrainedMixin, pl.LightningModule):
     """APORIA-LP fitted per (model, prompt) pair of SOCRATES-mini: classify new responses to those prompts.
 
     Each pair holds its Fisher direction ``v`` (``directions``), the projections of its labelled
@@ -214,6 +218,8 @@ class AporiaDetector(pl.LightningModule):
         embedding_dim: Sentence-embedding width (MiniLM: 384).
         reg: lambda of the regularised Fisher direction (paper: 1.2).
     """
+
+    DEFAULT_PRETRAINED_CFG = {"input_format": DETECTOR_INPUT, "label_names": DETECTOR_LABELS}
 
     def __init__(
         self, num_pairs: int | None = None, max_labels: int = 40, embedding_dim: int = 384, reg: float = 1.2

@@ -29,6 +29,12 @@ _COMMON_NOTES = (
     "(InvertedPendulum-v5, HalfCheetah-v5) are provided for longer runs and were only smoke-tested."
 )
 
+INPUT_FORMAT = (
+    "Pendulum-v1 observations [cos theta, sin theta, angular velocity] as float [B, 3] (gymnasium's units, "
+    "unnormalised); forward(obs) gives the deterministic torque in [-2, 2] [B, 1]; model.evaluate_returns(seeds) "
+    "runs whole episodes"
+)
+
 register_model(
     "pbsac.pendulum",
     module="zoo.pbsac.module:PBSACModule",
@@ -51,10 +57,11 @@ register_model(
     pretrained_cfg=PretrainedCfg(
         paper=PAPER,
         sha256={
-            "config.json": "93bcde29f2c62d0afd749e31b93c127d6cb7d41af9b8c7e3f4ade3faef2a1b34",
+            "config.json": "99395672363b2ceec5333903af10ad9cf5ad907c69bcf022b479b8308563ac02",
             "model.safetensors": "adecdbabaac85a18db3ba9f70d7ebf11beae89b007e89dada90f96155b3e1ea4",
         },
         task="reinforcement-learning",
+        input_format=INPUT_FORMAT,
         datasets=("Pendulum-v1",),
         headline="return_mean",
         num_params=86665,
@@ -80,10 +87,11 @@ register_model(
     pretrained_cfg=PretrainedCfg(
         paper=PAPER,
         sha256={
-            "config.json": "732a7f3049242a81fd36582f340250f50bb98261a05fe5bf5d90fdaeba8792d3",
+            "config.json": "d983de376408de7942f9efa8413a75807bba918c9eba827cdfa5b3b84111e7c7",
             "model.safetensors": "d90df04c16c77cdffe678163da1ff736424ba204cdd3cf52c10cc4c65935e6b2",
         },
         task="reinforcement-learning",
+        input_format=INPUT_FORMAT,
         datasets=("Pendulum-v1",),
         headline="return_mean",
         num_params=86407,

@@ -58,6 +58,8 @@ import numpy as np
 import torch
 
 from zoo._distributed import refuse_distributed
+from zoo._inference import PretrainedMixin
+from zoo.pbsac import INPUT_FORMAT
 from zoo.pbsac.certificate import Certificate, certify
 from zoo.pbsac.certificate import reward_range as reward_range_of
 from zoo.pbsac.mixing import estimate_mixing_time
@@ -68,7 +70,7 @@ from zoo.pbsac.sac import ReplayBuffer, SACAgent, SACConfig
 EVAL_SEED_BASE = 1_000_000
 
 
-class PBSACModule(pl.LightningModule):
+class PBSACModule(PretrainedMixin, pl.LightningModule):
     """PB-SAC (or, with ``bayesian=False``, SAC) on a gymnasium continuous-control task.
 
     The module owns the environment, the replay buffer and the rollout: every training batch is a number
@@ -106,6 +108,8 @@ class PBSACModule(pl.LightningModule):
         eval_episodes: Deterministic episodes per validation run.
         num_threads: torch intra-op threads during fit (None: leave as is).
     """
+
+    DEFAULT_PRETRAINED_CFG = {"input_format": INPUT_FORMAT}
 
     def __init__(
         self,

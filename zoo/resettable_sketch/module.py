@@ -94,13 +94,14 @@ import numpy as np
 import torch
 
 from zoo._errors import ZooError
+from zoo._inference import PretrainedMixin
 from zoo.resettable_sketch.sketches import ExactSketch, HashThresholdSketch, RobustSketch, check_stat
 from zoo.resettable_sketch.table import check_updates
 
 SKETCHES = ("robust", "hash_threshold", "exact")
 
 
-class ResettableSketchModule(pl.LightningModule):
+class ResettableSketchModule(PretrainedMixin, pl.LightningModule):
     """A sketch of a resettable stream (robust, hash-threshold baseline, or exact) with its state in buffers.
 
     Args:
