@@ -20,6 +20,8 @@ PAPER = PaperRef(
         "Gang Niu",
         "Jiancheng Lv",
     ),
+    # The paper names it (arXiv 2412.00452v3 abstract: "Code: https://github.com/cs-yuxintian/FedGR-ICML26");
+    # no snapshot of it could be read here (2026-12-01), so no constant of ours comes from it.
     code="https://github.com/cs-yuxintian/FedGR-ICML26",
 )
 
