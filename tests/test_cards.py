@@ -101,8 +101,9 @@ def test_an_entry_on_a_hub_data_set_gets_model_index_results(tiny_entry, evaluat
     from zoo import _cards, _registry
 
     monkeypatch.setitem(_cards.HUB_DATASETS, "blobs", "test-org/blobs")
-    entry = _registry._ENTRIES[tiny_entry.name]
-    monkeypatch.setitem(_registry._ENTRIES, tiny_entry.name, dataclasses.replace(entry))
+    # A fresh copy of the entry (no cached card data); not through monkeypatch, whose undo would run after
+    # tiny_entry's teardown and register the entry again for every later test.
+    _registry._ENTRIES[tiny_entry.name] = dataclasses.replace(_registry._ENTRIES[tiny_entry.name])
     data = render_card(tiny_entry.name, evaluated).data
     assert data.datasets == ["test-org/blobs"]
     results = {r.metric_type: r.metric_value for r in data.eval_results}
