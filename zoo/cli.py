@@ -52,7 +52,17 @@ def run_lightning(argv: list[str]) -> int:
     finally:
         sys.argv = saved_argv
     _print_outputs(cli, argv[0], RUN_INFO["configs"][0] if RUN_INFO["configs"] else "RECIPE")
+    _close_process_group()
     return 0
+
+
+def _close_process_group() -> None:
+    """Destroy the process group a multi-process run (DDP) left open: Lightning does not, and gloo's threads
+    left running at interpreter exit abort the process ("terminate called without an active exception")."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def _zoo_options(argv: list[str]) -> tuple[list[str], str | None, bool]:
