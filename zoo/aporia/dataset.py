@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from zoo._errors import ZooError
+from zoo._hub import sha256_file
 from zoo.aporia.facts import QUESTIONS_PER_FACT, country_facts, is_genuine, label_response, prompt
 from zoo.progress import track
 
@@ -309,15 +310,6 @@ def build_socrates_mini(config: SocratesConfig, generators: dict[str, Any]) -> S
 
 
 # ------------------------------------------------------------------------------------- the shipped artifact
-
-
-def sha256_file(path: str | Path) -> str:
-    """sha256 hex digest of a file."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def save_artifact(datasets: dict[int, SocratesMini], path: str | Path) -> str:

@@ -9,11 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from zoo._errors import ZooError
+from zoo.common.labels import FASHION_MNIST_CLASSES  # noqa: F401 - re-exported, its old home
 
 FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
-FASHION_MNIST_CLASSES = (
-    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
-)  # fmt: skip
 
 
 def _read_idx(path: Path, offset: int) -> np.ndarray:

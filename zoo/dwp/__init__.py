@@ -46,6 +46,7 @@ The registry entries are light; the module, data and evaluation load when an ent
 """
 
 from zoo._registry import PaperRef, PretrainedCfg, register_model
+from zoo.common.labels import FASHION_MNIST_CLASSES
 
 PAPER = PaperRef(
     title="Diversity-aware Weight Perturbation Promotes Robust Adaptation",
@@ -56,17 +57,14 @@ PAPER = PaperRef(
 _MODEL_ARGS = {"backbone": "resnet_fmnist", "channels": (8, 16, 16, 32), "stem_width": 8, "norm_groups": 4}
 _SMOKE = ("--data.init_args.train_limit=256", "--data.init_args.val_size=256")
 _NUM_PARAMS = 27266
-_LABELS = (
-    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
-)  # fmt: skip
 # What the weights take (config.json["pretrained_cfg"]; DWPModule.transform/predict apply it).
-_INPUT = {
+INPUT = {
     "input_format": "Fashion-MNIST-like grey images: uint8 pixels 0-255 or floats in [0, 1]",
     "input_size": (1, 28, 28),
     "value_range": (0.0, 1.0),
     "mean": (0.2860,),  # of the Fashion-MNIST training pixels in [0, 1] (zoo/dwp/data.py)
     "std": (0.3530,),
-    "label_names": _LABELS,
+    "label_names": FASHION_MNIST_CLASSES,
 }
 
 # sha256 pins from `zoo pin NAME`; the metrics are in hub_cards/<name>/metrics.json (`zoo eval dwp --card`).
@@ -107,7 +105,7 @@ def _cfg(arm: str, notes: str) -> PretrainedCfg:
         headline="acc_sigma_0.3",
         num_params=_NUM_PARAMS,
         notes=f"{notes} {_COMMON_NOTES}",
-        **_INPUT,
+        **INPUT,
     )
 
 

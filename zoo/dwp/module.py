@@ -14,9 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from zoo._inference import ImageClassifierMixin
-from zoo.common.datasets import FASHION_MNIST_CLASSES
+from zoo.dwp import INPUT
 from zoo.dwp.backbones import build_backbone
-from zoo.dwp.data import MEAN, STD
 from zoo.dwp.dwp import (
     MODES,
     curriculum_sigma,
@@ -65,14 +64,7 @@ class DWPModule(ImageClassifierMixin, pl.LightningModule):
     """
 
     HEAD = "net.fc"  # timm's classifier: zoo.load(name, pretrained=True, num_classes=K) replaces it
-    DEFAULT_PRETRAINED_CFG = {
-        "input_format": "Fashion-MNIST-like grey images: uint8 pixels 0-255 or floats in [0, 1]",
-        "input_size": (1, 28, 28),
-        "value_range": (0.0, 1.0),
-        "mean": (MEAN,),
-        "std": (STD,),
-        "label_names": FASHION_MNIST_CLASSES,
-    }
+    DEFAULT_PRETRAINED_CFG = INPUT
 
     def __init__(
         self,

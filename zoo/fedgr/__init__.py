@@ -6,6 +6,7 @@ torch/numpy), ``zoo.fedgr.module`` / ``zoo.fedgr.data`` (Lightning) and ``zoo.fe
 """
 
 from zoo._registry import PaperRef, PretrainedCfg, register_model
+from zoo.common.labels import FASHION_MNIST_CLASSES
 
 PAPER = PaperRef(
     title="Learning Locally, Revising Globally: Global Reviser for Federated Learning with Noisy Labels",
@@ -108,23 +109,12 @@ _ENTRIES = {
 }
 
 # What the weights take (config.json["pretrained_cfg"]; FedGRModule.transform/predict apply it).
-_INPUT = {
+INPUT = {
     "input_format": "Fashion-MNIST-like grey images: uint8 pixels 0-255 or floats in [0, 1] (the network "
     "normalises with mean 0.2860, std 0.3530 inside forward)",
     "input_size": (1, 28, 28),
     "value_range": (0.0, 1.0),
-    "label_names": (
-        "T-shirt/top",
-        "Trouser",
-        "Pullover",
-        "Dress",
-        "Coat",
-        "Sandal",
-        "Shirt",
-        "Sneaker",
-        "Bag",
-        "Ankle boot",
-    ),  # fmt: skip
+    "label_names": FASHION_MNIST_CLASSES,
 }
 
 for _tag, _entry in _ENTRIES.items():
@@ -146,6 +136,6 @@ for _tag, _entry in _ENTRIES.items():
             headline="accuracy",
             num_params=206922,
             notes=_entry["notes"],
-            **_INPUT,
+            **INPUT,
         ),
     )

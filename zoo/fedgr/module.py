@@ -57,7 +57,7 @@ import torch
 from zoo._distributed import refuse_distributed
 from zoo._errors import ZooError
 from zoo._inference import ImageClassifierMixin
-from zoo.common.datasets import FASHION_MNIST_CLASSES
+from zoo.fedgr import INPUT
 from zoo.fedgr.augment import AugmentConfig
 from zoo.fedgr.config import BaselineConfig, FedGRConfig, LocalConfig, RunConfig
 from zoo.fedgr.data import RoundInput
@@ -91,13 +91,7 @@ class FedGRModule(ImageClassifierMixin, pl.LightningModule):
     """
 
     HEAD = "model.head"  # zoo.load(name, pretrained=True, num_classes=K) replaces it
-    DEFAULT_PRETRAINED_CFG = {
-        "input_format": "Fashion-MNIST-like grey images: uint8 pixels 0-255 or floats in [0, 1] (the network "
-        "normalises with mean 0.2860, std 0.3530 inside forward)",
-        "input_size": (1, 28, 28),
-        "value_range": (0.0, 1.0),
-        "label_names": FASHION_MNIST_CLASSES,
-    }
+    DEFAULT_PRETRAINED_CFG = INPUT
 
     def __init__(
         self,

@@ -26,7 +26,7 @@ _COMMON = dict(
     extra="nlp",
 )
 _DATASETS = ("gensim-wikipedia-test-data",)
-_INPUT_FORMAT = (
+INPUT_FORMAT = (
     "English text: token ids of the checkpoint's byte-level BPE (tokenizer.json, "
     "model.tokenizer()); forward(ids [B, T]) gives next-token logits [B, T, vocab]; "
     "model.perplexity(text) scores a text"
@@ -68,7 +68,7 @@ register_model(
         headline="ppl",
         num_params=4461696,
         notes=_NOTES,
-        input_format=_INPUT_FORMAT,
+        input_format=INPUT_FORMAT,
     ),
     **_COMMON,
 )
@@ -139,7 +139,7 @@ for _tag, _entry in _QUANTIZED.items():
             headline="ppl",
             num_params=_entry["num_params"],
             notes=_NOTES + _QUANTIZED_NOTES + _entry.get("notes", ""),
-            input_format=_INPUT_FORMAT,
+            input_format=INPUT_FORMAT,
             base_model="gemq.wiki_fp",  # the card's base_model: the float checkpoint these weights quantize
             base_model_relation="quantized",
         ),

@@ -49,6 +49,7 @@ import torch
 
 from zoo._errors import ZooError
 from zoo._inference import PretrainedMixin
+from zoo.gemq import INPUT_FORMAT
 from zoo.gemq.model import MoEArch, build_moe_lm, round_to_fp16
 from zoo.quant.moe.api import convert_for_loading
 from zoo.quant.moe.config import MoEQuantConfig
@@ -74,11 +75,7 @@ class GEMQModule(PretrainedMixin, pl.LightningModule):
         quantization: Packed structure of a quantized model (written by GEMQ; rebuilds it on load).
     """
 
-    DEFAULT_PRETRAINED_CFG = {
-        "input_format": "English text: token ids of the checkpoint's byte-level BPE (tokenizer.json, "
-        "model.tokenizer()); "
-        "forward(ids [B, T]) gives next-token logits [B, T, vocab]; model.perplexity(text) scores a text",
-    }
+    DEFAULT_PRETRAINED_CFG = {"input_format": INPUT_FORMAT}
 
     def __init__(
         self,

@@ -13,6 +13,13 @@ PAPER = PaperRef(
     code="https://github.com/Tencent/AngelSlim",
 )
 
+# What the weights take (config.json["pretrained_cfg"]; SpecExitModule.predict applies it).
+INPUT_FORMAT = (
+    "an arithmetic expression such as '23+45-12' (or a Problem), tokenized by the "
+    "checkpoint's tokenizer.json; model.predict(expression) returns the integer answer, "
+    "model.generate(...) the whole trace"
+)
+
 register_model(
     "specexit.arith",
     module="zoo.specexit.module:SpecExitModule",
@@ -38,11 +45,7 @@ register_model(
         datasets=("synthetic-arithmetic-traces",),
         headline="token_reduction_vs_spec",
         num_params=1104001,
-        input_format=(
-            "an arithmetic expression such as '23+45-12' (or a Problem), tokenized by the "
-            "checkpoint's tokenizer.json; model.predict(expression) returns the integer answer, "
-            "model.generate(...) the whole trace"
-        ),
+        input_format=INPUT_FORMAT,
         notes=(
             "Two recipes: recipes/specexit/arith_target.yaml (target LM, 233 s on 2 shared cores) then "
             "recipes/specexit/arith.yaml (draft + signal rows + probe on the frozen target; 382 s under contention). "

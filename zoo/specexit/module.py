@@ -64,6 +64,7 @@ from torch import nn
 from zoo._distributed import refuse_distributed
 from zoo._errors import ZooError
 from zoo._inference import PretrainedMixin
+from zoo.specexit import INPUT_FORMAT
 from zoo.specexit.decoding import (
     ExitConfig,
     GenerationResult,
@@ -150,10 +151,7 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
         warmup_steps: Warm-up steps.
     """
 
-    DEFAULT_PRETRAINED_CFG = {
-        "input_format": "an arithmetic expression such as '23+45-12' (or a Problem), tokenized by the checkpoint's "
-        "tokenizer.json; model.predict(expression) returns the integer answer, model.generate(...) the whole trace",
-    }
+    DEFAULT_PRETRAINED_CFG = {"input_format": INPUT_FORMAT}
 
     def __init__(
         self,
