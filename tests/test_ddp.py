@@ -152,8 +152,6 @@ SWEEP = {
         "pairs",
     ),  # fmt: skip
 }
-#: Modules expected to refuse but not refusing in one line yet (an expected failure, not a pass); none today.
-PENDING: set[str] = set()
 
 
 @pytest.mark.slow
@@ -168,8 +166,5 @@ def test_one_recipe_per_paper_trains_or_refuses_under_ddp(paper, tmp_path):
         return
     # Every rank prints the same single line; it names the reason and the way out (one device).
     refused = result.returncode != 0 and len(errors) == 1 and "devices=1" in errors[0]
-    if paper in PENDING and not refused:
-        pytest.xfail(f"{paper} does not refuse DDP yet (pending refuse_distributed in its setup): exit "
-                     f"{result.returncode}, errors {errors}")  # fmt: skip
     assert refused, (result.returncode, errors, result.stderr[-2000:])
     assert expected in errors[0], errors[0]

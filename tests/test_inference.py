@@ -10,7 +10,6 @@ import torch
 from huggingface_hub import ModelCard
 
 import zoo
-from tests.test_usage import pending
 from zoo._cards import LIBRARY_NAME, PIPELINE_TAGS
 from zoo._errors import ZooError
 
@@ -126,7 +125,7 @@ def _card(name: str):
     return ModelCard.load(zoo.get_entry(name).mirror_dir / "README.md")
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pending(n), id=n) for n in zoo.list_models()])
+@pytest.mark.parametrize("name", zoo.list_models())
 def test_card_metadata_the_hub_understands(name):
     entry = zoo.get_entry(name)
     if not (entry.mirror_dir / "README.md").is_file():

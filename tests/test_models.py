@@ -138,11 +138,8 @@ def test_card_agrees_with_registry_and_metrics(name):
     assert not cfg.metrics, f"{name}: metrics are read from metrics.json; do not paste them into the registration"
     card = ModelCard.load(folder / "README.md")
     assert card.data.license == cfg.license
-    from tests.test_usage import PENDING
     from zoo._cards import HUB_DATASETS, LIBRARY_NAME
 
-    if entry.paper in PENDING and card.data.library_name == "zoo":
-        return  # rendered before issue 15's card format; re-rendered with `zoo card NAME` (see tests/test_usage.py)
     assert card.data.library_name == LIBRARY_NAME
     assert not cfg.paper.arxiv or f"arxiv:{cfg.paper.arxiv}" in card.data.tags
     reported = {r.metric_type: r.metric_value for r in card.data.eval_results or []}

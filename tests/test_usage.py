@@ -19,9 +19,6 @@ from zoo._cards import usage_snippet
 
 #: Entries whose snippet the default run executes (a few seconds each); every other entry's runs with -m slow.
 FAST = {"dwp.standard", "fedgr.fashion_mnist", "specexit.arith"}
-#: Papers being rewritten while issue 15 landed: their cards are re-rendered (`zoo card NAME`) once their code settles;
-#: until then their card checks are expected to fail. Remove a paper from here when its cards are re-rendered.
-PENDING: set[str] = set()
 LINE = re.compile(r"^prediction: (?P<p>.+?) \| truth: (?P<t>.+?)(?: \| tolerance: (?P<e>\S+))?$", re.M)
 
 
@@ -56,17 +53,10 @@ def run_snippet(name: str) -> str:
     return out.getvalue()
 
 
-def pending(name: str) -> tuple:
-    """An xfail mark for an entry of a :data:`PENDING` paper."""
-    if name.split(".")[0] in PENDING:
-        return (pytest.mark.xfail(reason="card not yet re-rendered with its usage snippet (see PENDING)"),)
-    return ()
-
-
 def _params():
     for name in zoo.list_models():
         marks = () if name in FAST else (pytest.mark.slow,)
-        yield pytest.param(name, marks=(*marks, *pending(name)), id=name)
+        yield pytest.param(name, marks=marks, id=name)
 
 
 @pytest.mark.parametrize("name", list(_params()))
@@ -74,7 +64,7 @@ def test_card_snippet_predicts_the_truth(name):
     check_output(name, run_snippet(name))
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pending(n), id=n) for n in zoo.list_models()])
+@pytest.mark.parametrize("name", zoo.list_models())
 def test_every_card_has_a_usage_snippet_from_its_paper(name):
     entry = zoo.get_entry(name)
     assert usage_snippet(entry), f"{name}: zoo/{entry.paper}/usage.py is missing"
