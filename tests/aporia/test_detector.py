@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from zoo._errors import ZooError
-from zoo.aporia.embed import embed
 from zoo.aporia.module import AporiaDetector, AporiaGeneratorModule
+from zoo.common.minilm import embed
 
 WRONG_CAPITALS = ["Quito", "Santiago", "Bogota", "La Paz", "Caracas", "Brasilia", "Asuncion", "Montevideo", "Havana"]
 

@@ -161,7 +161,7 @@ def cache_root() -> Path:
 
 def cache_key(config: SocratesConfig, weight_digests: dict[str, str]) -> str:
     """A short hash of the settings, the generators' weights and the encoder."""
-    from zoo.aporia.embed import ENCODER
+    from zoo.common.minilm import ENCODER
 
     payload = json.dumps(
         {"config": asdict(config), "weights": weight_digests, "encoder": ENCODER, "format": FORMAT_VERSION},
@@ -288,7 +288,7 @@ def build_socrates_mini(config: SocratesConfig, generators: dict[str, Any]) -> S
         config: Dataset settings.
         generators: ``{registry name: AporiaGeneratorModule}`` for every name in ``config.generators``.
     """
-    from zoo.aporia.embed import embed
+    from zoo.common.minilm import embed
 
     pairs, models = [], {}
     for index, name in enumerate(config.generators):

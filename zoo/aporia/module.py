@@ -360,7 +360,7 @@ class AporiaDetector(PretrainedMixin, pl.LightningModule):
                 labelled responses are nearest to the mean embedding of ``texts``.
             model: Generator name, to choose among pairs that share a prompt.
         """
-        from zoo.aporia.embed import embed
+        from zoo.common.minilm import embed
 
         if isinstance(texts, str) or not texts:
             raise ZooError("classify expects a non-empty list of response strings")
@@ -375,8 +375,8 @@ class AporiaDetector(PretrainedMixin, pl.LightningModule):
         Args:
             limit: Score only ``limit`` pairs, evenly spaced over all (so every generator is represented).
         """
-        from zoo.aporia.embed import embed
         from zoo.aporia.protocol import f1_hallucinated
+        from zoo.common.minilm import embed
 
         chosen = range(len(self.pairs))
         if limit and limit < len(self.pairs):

