@@ -1,0 +1,188 @@
+"""Per-layer TopK sparse autoencoders in plain torch, with input normalisation and the aux-k dead-feature loss.
+
+One SAE per hidden state l, held together (a leading layer dimension, so the 7 SAEs train in one batched
+pass): ``a_l = TopK_k(ReLU(W_l (x_l - b_dec_l) + b_enc_l))``, ``x_hat_l = W_l^T a_l + b_dec_l`` with unit-norm
+dictionary rows ``W_l (F, d)``: the decoder is the encoder's transpose (tied weights; deviation 3 in
+:mod:`.module`). Inputs are normalised per layer, ``x_l = (h_l - mean_l) / scale_l`` with ``scale_l`` such that
+``E||x_l||^2 = d`` on the fitting tokens. The loss is the MSE plus ``aux_coef`` times the aux-k loss of
+Gao et al. (2024): the residual ``x - x_hat`` is reconstructed from the top ``aux_k`` pre-activations of the
+features that have not fired for ``dead_after`` tokens, divided by the residual's own mean square.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+
+class SAEStack(nn.Module):
+    """TopK SAEs for ``num_layers`` hidden states of width ``width``, with their input normalisation.
+
+    Args:
+        num_layers: Hidden states (7 for MiniLM-L6: embeddings + 6 blocks).
+        width: Hidden width d.
+        features: Dictionary size F per layer.
+        k: Active features per token (``k_sae``).
+    """
+
+    def __init__(self, num_layers: int, width: int, features: int = 1024, k: int = 32) -> None:
+        super().__init__()
+        if not 1 <= k <= features:
+            raise ValueError(f"k_sae must be in [1, features={features}], got {k}")
+        self.num_layers, self.width, self.features, self.k = num_layers, width, features, k
+        self.dictionary = nn.Parameter(torch.randn(num_layers, features, width))
+        self.b_enc = nn.Parameter(torch.zeros(num_layers, features))
+        self.b_dec = nn.Parameter(torch.zeros(num_layers, width))
+        self.register_buffer("norm_mean", torch.zeros(num_layers, width))
+        self.register_buffer("norm_scale", torch.ones(num_layers))
+        self.normalise_dictionary()
+
+    # ---------------------------------------------------------------------------------------- normalisation
+
+    @torch.no_grad()
+    def fit_normaliser(self, states: torch.Tensor) -> None:
+        """Set mean and scale from raw hidden states ``(N, layers, d)``."""
+        mean = states.mean(dim=0)
+        self.norm_mean.copy_(mean)
+        spread = (states - mean).pow(2).sum(-1).mean(0).div(self.width).sqrt()
+        self.norm_scale.copy_(spread.clamp_min(1e-8))
+
+    def normalise(self, states: torch.Tensor) -> torch.Tensor:
+        """``(h - mean) / scale`` for raw states ``(..., layers, d)``."""
+        return (states - self.norm_mean) / self.norm_scale[:, None]
+
+    # ------------------------------------------------------------------------------------------------ SAE
+
+    @torch.no_grad()
+    def normalise_dictionary(self) -> None:
+        self.dictionary.div_(self.dictionary.norm(dim=-1, keepdim=True).clamp_min(1e-8))
+
+    def pre_activations(self, x: torch.Tensor) -> torch.Tensor:
+        """``ReLU(W (x - b_dec) + b_enc)`` for normalised ``x (N, layers, d)`` -> ``(N, layers, F)``."""
+        return torch.relu(torch.einsum("nld,lfd->nlf", x - self.b_dec, self.dictionary) + self.b_enc)
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        """Sparse codes ``(N, layers, F)``, k non-zeros at most per token and layer (normalised input)."""
+        pre = self.pre_activations(x)
+        values, indices = pre.topk(self.k, dim=-1)
+        return torch.zeros_like(pre).scatter(-1, indices, values)
+
+    def decode(self, codes: torch.Tensor) -> torch.Tensor:
+        """``W^T a + b_dec`` -> ``(N, layers, d)`` (normalised space)."""
+        return torch.einsum("nlf,lfd->nld", codes, self.dictionary) + self.b_dec
+
+    def forward(self, states: torch.Tensor) -> torch.Tensor:
+        """Reconstruction of normalised raw states ``(N, layers, d)``."""
+        return self.decode(self.encode(self.normalise(states)))
+
+    def check_states(self, states: torch.Tensor) -> None:
+        shape = tuple(states.shape)
+        if len(shape) != 3 or shape[1] != self.num_layers or shape[2] != self.width:
+            raise ValueError(
+                f"hidden states have shape {shape}; expected (tokens, {self.num_layers}, {self.width}): "
+                f"{self.num_layers} layers of width {self.width}"
+            )
+
+    @torch.no_grad()
+    def top_indices(self, states: torch.Tensor, top: int, batch_size: int = 4096) -> np.ndarray:
+        """Top-``top`` feature ids per token and layer of raw states ``(N, layers, d)``: int16 ``(N, layers, top)``.
+
+        Ordered by activation, largest first; exactly ``top`` distinct ids each (``top <= k_sae``).
+        """
+        if not 1 <= top <= self.k:
+            raise ValueError(f"top-K = {top} must be in [1, k_sae = {self.k}]")
+        self.check_states(states)
+        out = []
+        for start in range(0, len(states), batch_size):
+            x = self.normalise(states[start : start + batch_size].float())
+            out.append(self.pre_activations(x).topk(top, dim=-1).indices.to(torch.int16))
+        return torch.cat(out).numpy() if out else np.zeros((0, self.num_layers, top), dtype=np.int16)
+
+
+def sae_loss(
+    sae: SAEStack, x: torch.Tensor, last_fired: torch.Tensor, aux_k: int, aux_coef: float, dead_after: int
+) -> torch.Tensor:
+    """Summed per-layer MSE + ``aux_coef`` x aux-k loss of one batch of normalised ``x (B, layers, d)``.
+
+    Updates ``last_fired (layers, F)``: tokens since each feature last fired.
+    """
+    xt = x.transpose(0, 1)  # (L, B, d): one batched matmul per step for all layers
+    pre = torch.baddbmm(sae.b_enc[:, None], xt - sae.b_dec[:, None], sae.dictionary.transpose(1, 2)).relu()
+    with torch.no_grad():
+        threshold = pre.topk(sae.k, dim=-1).values[..., -1:]
+        keep = (pre >= threshold) & (pre > 0)
+    codes = pre * keep
+    residual = xt - torch.baddbmm(sae.b_dec[:, None], codes, sae.dictionary)
+    loss = residual.pow(2).sum(-1).mean(1).sum()
+    with torch.no_grad():
+        last_fired.add_(x.shape[0])
+        last_fired[keep.any(1)] = 0
+        dead = last_fired >= dead_after  # (L, F)
+    if aux_coef > 0 and bool(dead.any()):
+        count = min(aux_k, int(dead.sum(-1).max()))
+        dead_pre = pre.masked_fill(~dead[:, None, :], 0.0)
+        with torch.no_grad():
+            aux_threshold = dead_pre.topk(count, dim=-1).values[..., -1:]
+        aux_codes = dead_pre * ((dead_pre >= aux_threshold) & (dead_pre > 0))
+        aux_recon = torch.bmm(aux_codes, sae.dictionary)
+        target = residual.detach()
+        aux = (aux_recon - target).pow(2).sum(-1).mean(1) / target.pow(2).sum(-1).mean(1).clamp_min(1e-8)
+        loss = loss + aux_coef * torch.nan_to_num(aux, nan=0.0).sum()
+    return loss
+
+
+def train_saes(
+    sae: SAEStack, states: torch.Tensor, epochs: int = 10, batch_size: int = 512, lr: float = 1e-3,
+    aux_k: int = 256, aux_coef: float = 1 / 32, dead_after: int = 10_000, seed: int = 0,
+) -> dict[str, list[float]]:  # fmt: skip
+    """Fit the normaliser and train every layer's SAE on raw states ``(N, layers, d)`` with Adam.
+
+    Returns:
+        :func:`sae_quality` on the training tokens.
+    """
+    sae.check_states(states)
+    generator = torch.Generator().manual_seed(seed)
+    states = states.float()
+    sae.fit_normaliser(states)
+    x = sae.normalise(states)
+    with torch.no_grad():
+        sae.dictionary.copy_(torch.randn(sae.dictionary.shape, generator=generator))
+        sae.normalise_dictionary()
+        sae.b_enc.zero_()
+        sae.b_dec.copy_(x.mean(0))
+    optimiser = torch.optim.Adam(sae.parameters(), lr=lr)
+    last_fired = torch.zeros(sae.num_layers, sae.features)
+    for _ in range(epochs):
+        order = torch.randperm(len(x), generator=generator)
+        for start in range(0, len(x), batch_size):
+            loss = sae_loss(sae, x[order[start : start + batch_size]], last_fired, aux_k, aux_coef, dead_after)
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            with torch.no_grad():  # keep rows on the unit sphere: drop the gradient along each row
+                grad = sae.dictionary.grad
+                grad -= (grad * sae.dictionary).sum(-1, keepdim=True) * sae.dictionary
+            optimiser.step()
+            sae.normalise_dictionary()
+    return sae_quality(sae, states)
+
+
+@torch.no_grad()
+def sae_quality(sae: SAEStack, states: torch.Tensor, batch_size: int = 4096) -> dict[str, list[float]]:
+    """Per layer: fraction of variance unexplained (normalised space) and fraction of never-active features."""
+    sae.check_states(states)
+    errors = torch.zeros(sae.num_layers, dtype=torch.float64)
+    fired = torch.zeros(sae.num_layers, sae.features, dtype=torch.bool)
+    xs = []
+    for start in range(0, len(states), batch_size):
+        x = sae.normalise(states[start : start + batch_size].float())
+        codes = sae.encode(x)
+        errors += (x - sae.decode(codes)).pow(2).sum((0, 2)).double()
+        fired |= (codes > 0).any(0)
+        xs.append(x.sum(0).double())
+    mean = torch.stack(xs).sum(0) / len(states)
+    total = torch.zeros(sae.num_layers, dtype=torch.float64)
+    for start in range(0, len(states), batch_size):
+        x = sae.normalise(states[start : start + batch_size].float()).double()
+        total += (x - mean).pow(2).sum((0, 2))
+    return {"fvu": (errors / total.clamp_min(1e-12)).tolist(), "dead_fraction": (1.0 - fired.float().mean(-1)).tolist()}

@@ -1,0 +1,111 @@
+"""Validation-only tuning of every arm, per ID setting: ``python -m zoo.sae_transition_ood.tune``.
+
+Each ID setting's validation texts are scored against the validation OOD domain (WordNet glosses); the test
+split is not read. SAEs are trained with seed 0 for each ``k_sae`` of the grid (the recipe's other training
+arguments). Every arm gets at least the method's number of trials; the winners, the grids and every trial's
+validation AUROC go to ``zoo/sae_transition_ood/tuning.json``, which the evaluation reads.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from zoo.sae_transition_ood import arms as A
+from zoo.sae_transition_ood import domains as D
+from zoo.sae_transition_ood.detector import auroc, train_stack
+
+TUNING_FILE = Path(__file__).with_name("tuning.json")
+LAYERS = list(range(7))
+GRIDS = {
+    "transition": {"k_sae": [16, 32], "top_k": [4, 8, 16], "alpha": [0.01, 0.1, 1.0]},
+    "multi_layer_unigram": {"k_sae": [16, 32], "top_k": [4, 8, 16], "alpha": [0.01, 0.1, 1.0]},
+    "single_layer": {"layer": LAYERS, "top_k": [4, 8, 16]},  # SAEs and alpha: the transition arm's
+    "raw_transition": {"top_k": [4, 8, 16, 32, 64, 128], "alpha": [0.01, 0.1, 1.0]},
+    "mahalanobis": {"layer": LAYERS, "pool": ["mean", "max"], "normalise": [False, True]},
+    "knn": {"layer": LAYERS, "k": [1, 10, 50]},
+    "energy": {"layer": LAYERS, "C": [0.01, 0.1, 1.0]},
+}
+SAE_ARMS = ("transition", "multi_layer_unigram", "single_layer", "raw_transition")
+
+
+def trials(arm: str) -> int:
+    return int(np.prod([len(values) for values in GRIDS[arm].values()]))
+
+
+def _grid(arm: str):
+    keys = list(GRIDS[arm])
+    for values in itertools.product(*(GRIDS[arm][k] for k in keys)):
+        yield dict(zip(keys, values, strict=True))
+
+
+def _val_auroc(scores: dict, id_domain: str) -> float:
+    return auroc(scores[(id_domain, "validation")], scores[(D.VALIDATION_OOD, "validation")])
+
+
+def tune_setting(features, id_domain: str, train_args: dict) -> dict:
+    """Every arm's grid on one ID setting's validation split; returns {arm: {"best", "auroc", "trials"}}."""
+    groups = [(id_domain, "validation"), (D.VALIDATION_OOD, "validation")]
+    train_tokens, _ = features.token_slice(id_domain, "train")
+    record: dict = {arm: {"trials": []} for arm in GRIDS}
+    scorers = {}
+    for k_sae in GRIDS["transition"]["k_sae"]:
+        stack, quality = train_stack(train_tokens, k_sae=k_sae, seed=0, **train_args)
+        record.setdefault("sae_quality", {})[str(k_sae)] = quality
+        scorers[k_sae] = A.SAEScorer(features, stack, id_domain, groups, 16, 128)
+    for params in _grid("transition"):
+        value = _val_auroc(scorers[params["k_sae"]].transition(params["top_k"], params["alpha"]), id_domain)
+        record["transition"]["trials"].append({**params, "auroc": value})
+    for params in _grid("multi_layer_unigram"):
+        value = _val_auroc(scorers[params["k_sae"]].unigram(params["top_k"], params["alpha"]), id_domain)
+        record["multi_layer_unigram"]["trials"].append({**params, "auroc": value})
+    best = max(record["transition"]["trials"], key=lambda t: t["auroc"])
+    for params in _grid("single_layer"):
+        scores = scorers[best["k_sae"]].unigram(params["top_k"], best["alpha"], [params["layer"]])
+        record["single_layer"]["trials"].append({**params, "auroc": _val_auroc(scores, id_domain)})
+    for params in _grid("raw_transition"):
+        scores = scorers[best["k_sae"]].transition(params["top_k"], params["alpha"], raw=True)
+        record["raw_transition"]["trials"].append({**params, "auroc": _val_auroc(scores, id_domain)})
+    for params in _grid("mahalanobis"):
+        scores = A.mahalanobis(features, id_domain, groups, **params)
+        record["mahalanobis"]["trials"].append({**params, "auroc": _val_auroc(scores, id_domain)})
+    for params in _grid("knn"):
+        scores = A.knn(features, id_domain, groups, **params)
+        record["knn"]["trials"].append({**params, "auroc": _val_auroc(scores, id_domain)})
+    for params in _grid("energy"):
+        scores = A.energy(features, id_domain, groups, **params)
+        record["energy"]["trials"].append({**params, "auroc": _val_auroc(scores, id_domain)})
+    for arm in GRIDS:
+        winner = max(record[arm]["trials"], key=lambda t: t["auroc"])  # first of equals: the grid's order
+        record[arm]["best"] = {k: v for k, v in winner.items() if k != "auroc"}
+        record[arm]["auroc"] = winner["auroc"]
+    record["single_layer"]["best"].update(k_sae=best["k_sae"], alpha=best["alpha"])
+    record["raw_transition"]["best"].update(k_sae=best["k_sae"])  # its normaliser comes from that stack
+    return record
+
+
+def main() -> None:
+    import torch
+
+    from zoo.sae_transition_ood.evaluate import recipe_train_args
+    from zoo.sae_transition_ood.features import build_features
+
+    torch.set_num_threads(2)
+    started = time.perf_counter()
+    features = build_features()
+    train_args = recipe_train_args()
+    result = {"grids": GRIDS, "trials": {arm: trials(arm) for arm in GRIDS}, "train_args": train_args, "settings": {}}
+    for id_domain in D.ID_DOMAINS:
+        print(f"tuning {id_domain}", flush=True)
+        result["settings"][id_domain] = tune_setting(features, id_domain, train_args)
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    TUNING_FILE.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({d: {a: r[a]["best"] for a in GRIDS} for d, r in result["settings"].items()}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
