@@ -80,3 +80,14 @@ def test_too_large_a_federation_is_refused():
         build_federation(FederationSpec(samples_per_client=400), IMAGES, LABELS)
     with pytest.raises(ValueError, match="client_id must be in"):
         build().client(10)
+
+
+def test_client_validation_split_holds_out_noisy_samples_of_each_client():
+    whole, held = build(seed=2), build(seed=2, client_val_fraction=0.1)
+    assert np.array_equal(whole.noisy_labels, held.noisy_labels)  # the same labels: the split comes after the noise
+    for full, train, val in zip(whole.client_samples, held.client_samples, held.client_val_samples):
+        assert len(val) == 20 and len(train) == 180 and not set(train) & set(val)
+        assert np.array_equal(np.sort(np.r_[train, val]), full)
+    images, labels = held.client_validation()
+    assert images.shape == (200, 28, 28) and (labels != held.true_labels[np.concatenate(held.client_val_samples)]).any()
+    assert whole.client_val_samples == [] and len(whole.client_validation()[1]) == 0

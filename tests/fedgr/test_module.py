@@ -122,3 +122,22 @@ def test_loading_does_not_need_flower_and_the_flower_engine_names_the_extra(monk
     assert zoo.load("fedgr.fedavg") is not None
     with pytest.raises(MissingExtraError, match=r"pip install 'icml26-zoo\[fl\]'"):
         importlib.import_module("zoo.fedgr.flower")
+
+
+def test_a_short_fit_records_the_test_curve_and_the_clients_validation_curve(tmp_path):
+    import lightning.pytorch as pl
+
+    from zoo.fedgr.config import LocalConfig
+    from zoo.fedgr.data import FedNoisyDataModule
+    from zoo.fedgr.module import FedGRModule
+
+    module = FedGRModule(samples_per_client=30, curve_test_limit=50, local=LocalConfig(epochs=1))
+    data = FedNoisyDataModule(samples_per_client=30, val_size=0, client_val_fraction=0.2)
+    trainer = pl.Trainer(max_epochs=2, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False, default_root_dir=tmp_path)  # fmt: skip
+    trainer.fit(module, datamodule=data)
+    assert len(module.test_curve) == 2 and len(module.client_val_curve) == 2
+    assert all(0.0 <= v <= 1.0 for v in module.test_curve + module.client_val_curve)
+    metadata = module.export_metadata()
+    assert metadata["test_curve"] == [round(v, 4) for v in module.test_curve]
+    assert metadata["federation"]["client_sizes"] == [24] * 10  # 6 of each client's 30 samples held out

@@ -47,14 +47,29 @@ def test_refined_targets_hand_computed():
 
 def test_refined_targets_for_very_noisy_clients_sniffing_and_sieving_only():
     clean = torch.tensor([0.8, 0.3, 0.2, 0.6])
-    noisy_client = refine_labels(PROBS, clean, noise_estimate=0.8, config=CFG)  # >= 0.8: pseudo-labels only
-    assert noisy_client.observed_weight.tolist() == [0, 0, 0, 0]
-    assert noisy_client.pseudo_weight.tolist() == [1, 1, 0, 0]
-    assert noisy_client.keep.tolist() == [True, True, False, False]
+    # >= 0.8: flagged samples train on pseudo-labels only; unflagged ones (0 and 3) keep their own labels
+    noisy_client = refine_labels(PROBS, clean, noise_estimate=0.8, config=CFG)
+    assert noisy_client.observed_weight.tolist() == [1, 0, 1, 1]
+    assert noisy_client.pseudo_weight.tolist() == [0, 1, 0, 0]
+    assert noisy_client.keep.tolist() == [True, True, False, True]
     sniffing = refine_labels(PROBS, None, noise_estimate=0.0, config=CFG)  # no sieve yet: plain CE
     assert sniffing.observed_weight.tolist() == [1, 1, 1, 1] and sniffing.keep.all()
     sieve_only = refine_labels(PROBS, clean, 0.4, FedGRConfig(refine=False))
     assert sieve_only.keep.tolist() == [True, False, False, True] and sieve_only.pseudo_weight.sum() == 0
+
+
+@pytest.mark.parametrize("noise_estimate", [0.0, 0.4, 0.8, 1.0])
+def test_refining_leaves_a_confident_clean_sample_unchanged(noise_estimate):
+    """Issue 31: a sample the sieve calls clean (c_i >= 0.5) keeps its observed label, however confident the
+    global model is in another class and however noisy the client is estimated to be."""
+    probs = torch.tensor([[0.99, 0.01], [0.02, 0.98]])  # the global model is sure of class 0, then class 1
+    observed = torch.tensor([1, 0])  # both observed labels disagree with it
+    refined = refine_labels(probs, torch.tensor([0.97, 0.5]), noise_estimate, CFG)
+    assert refined.keep.tolist() == [True, True]
+    assert refined.observed_weight.tolist() == [1.0, 1.0] and refined.pseudo_weight.tolist() == [0.0, 0.0]
+    logits = torch.tensor([[0.0, 3.0], [1.0, -1.0]])
+    expected = torch.nn.functional.cross_entropy(logits, observed)  # plain CE on the observed labels
+    assert sieve_refine_loss(logits, observed, refined).item() == pytest.approx(expected.item(), rel=1e-6)
 
 
 def test_sieve_refine_loss_hand_computed():

@@ -56,3 +56,11 @@ def test_bad_inputs_raise_clear_errors():
         fit_loss_gmm(np.array([1.0, np.nan, 2.0]))
     with pytest.raises(ValueError, match="same shape"):
         detection_f1(np.zeros(3), np.zeros(4))
+
+
+def test_separation_is_ashmans_d_hand_computed():
+    gmm = LossGMM(means=np.array([0.0, 2.0]), variances=np.array([1.0, 1.0]), weights=np.array([0.5, 0.5]))
+    assert gmm.separation == pytest.approx(2.0)  # sqrt(2) * 2 / sqrt(2)
+    assert gmm.is_separated(2.0) and not gmm.is_separated(2.01) and gmm.is_separated(0.0)
+    tiny = LossGMM(means=np.array([0.0, 9.0]), variances=np.array([1.0, 1.0]), weights=np.array([0.99, 0.01]))
+    assert tiny.is_separated(2.0) and not tiny.is_separated(2.0, min_noisy_weight=0.05)

@@ -242,10 +242,11 @@ class FedGRTrainer(ClientTrainer):
 
     Per round: the global model's outputs on one weak view of every sample give the pseudo-labels and
     the target embeddings of L_reg; the EMA teacher is reset or revised toward the global model and gives
-    the distillation targets on the same weak view; the student trains on strong views of that weak view
-    (fresh per epoch) with ``L_sr + w_reg·L_reg + w_ema·L_ema``; the teacher follows the student by EMA
-    after every step. In sieving rounds the global model's loss on each (unaugmented) sample updates a
-    running mean that is uploaded with the sample ids.
+    the distillation targets on the same weak view. The student trains with ``L_sr + w_reg·L_reg + w_ema·L_ema``:
+    L_sr on a fresh weak view per epoch (``supervised_view="weak"``, as the baselines train; the spec's
+    ``"strong"`` puts it on the strong view), L_reg and L_ema on a fresh strong view of the round's weak view;
+    the teacher follows the student by EMA after every step. In sieving rounds the global model's loss on
+    each (unaugmented) sample updates a running mean that is uploaded with the sample ids.
     """
 
     def __init__(self, data, config, device="cpu"):
@@ -302,23 +303,42 @@ class FedGRTrainer(ClientTrainer):
         gmm = fit_loss_gmm(
             values, max_iter=cfg.gmm_max_iter, tol=cfg.gmm_tol, reg_covar=cfg.gmm_reg_covar, seed=self.config.seed
         )
-        clean = gmm.clean_probability(values)
+        clean = (
+            gmm.clean_probability(values)
+            if gmm.is_separated(cfg.min_separation, cfg.min_noisy_weight)
+            else np.ones(len(values))
+        )
         state["clean_probability"] = torch.as_tensor(clean, dtype=torch.float32)
         state["noise_estimate"] = torch.tensor(noise_estimate(clean, cfg.clean_threshold))
         state["gmm_means"] = torch.as_tensor(gmm.means, dtype=torch.float32)
 
     def epoch_views(self, context, generator):
-        return {"strong": strong_view(context["weak"], generator, self.config.augment)}
+        views = {"strong": strong_view(context["weak"], generator, self.config.augment)}
+        if self.config.fedgr.supervised_view == "weak":  # a fresh weak view per epoch, as the baselines get
+            views["weak"] = weak_view(self.images, generator, self.config.augment)
+        return views
 
     def batch_loss(self, index, views, context):
         cfg, weights = self.config.fedgr, context["weights"]
-        logits, embedding = self.model(views["strong"][index], return_embedding=True)
+        consistency = weights.reg > 0 or weights.distill > 0
+        if cfg.supervised_view == "weak":
+            # L_sr on the weak view; L_ema and L_reg compare the student's strong view with the targets of the
+            # round's weak view. One forward pass over both halves.
+            inputs = torch.cat([views["weak"][index], views["strong"][index]]) if consistency else views["weak"][index]
+            all_logits, all_embedding = self.model(inputs, return_embedding=True)
+            logits = all_logits[: len(index)]
+            strong_logits, strong_embedding = all_logits[len(index) :], all_embedding[len(index) :]
+        else:  # the spec's choice: every term on the strong view
+            logits, embedding = self.model(views["strong"][index], return_embedding=True)
+            strong_logits, strong_embedding = logits, embedding
         loss = sieve_refine_loss(logits, self.labels[index], context["refined"], index)
         if weights.reg > 0:
-            loss = loss + weights.reg * softened_kl(context["global_embedding"][index], embedding, cfg.reg_temperature)
+            loss = loss + weights.reg * softened_kl(
+                context["global_embedding"][index], strong_embedding, cfg.reg_temperature
+            )
         if weights.distill > 0:
             loss = loss + weights.distill * softened_kl(
-                context["teacher_logits"][index], logits, cfg.distill_temperature
+                context["teacher_logits"][index], strong_logits, cfg.distill_temperature
             )
         return loss
 

@@ -53,6 +53,7 @@ class FedNoisyDataModule(pl.LightningDataModule):
         noise_high: Upper end of the per-client noise rate.
         noisy_client_fraction: Fraction of clients with noisy labels (the rest are clean).
         val_size: Held-out training images with true labels, for monitoring.
+        client_val_fraction: Fraction of each client's samples held out (noisy labels) for tuning; 0: none.
         test_limit: Use only the first ``test_limit`` test images (None: all 10,000).
         eval_batch_size: Batch size of the validation and test loaders.
         seed: Seed of the pool, the partition and the noise.
@@ -69,6 +70,7 @@ class FedNoisyDataModule(pl.LightningDataModule):
         noise_high: float = 0.7,
         noisy_client_fraction: float = 1.0,
         val_size: int = 1000,
+        client_val_fraction: float = 0.0,
         test_limit: int | None = None,
         eval_batch_size: int = 1000,
         seed: int = 0,
@@ -85,6 +87,7 @@ class FedNoisyDataModule(pl.LightningDataModule):
             noise_high=noise_high,
             noisy_client_fraction=noisy_client_fraction,
             val_size=val_size,
+            client_val_fraction=client_val_fraction,
             seed=seed,
         )
         self.federation: Federation | None = None

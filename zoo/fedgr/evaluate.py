@@ -1,42 +1,69 @@
 """``zoo eval fedgr``: FedGR against FedAvg, FedProx and FedAvg + Co-teaching on the same noisy clients.
 
-Default setting (the spec's setting A; Fashion-MNIST, 10 IID clients x 600 images, 30 rounds of 5 clients):
-every client has its own symmetric noise rate ~ U[0.4, 0.7]. ``accuracy`` is the final global model's
-accuracy on the clean test images; FedGR also reports ``noise_f1`` (F1 of its noisy-sample flags against the
-true labels over all client samples, positive class = wrong label) and ``noise_rate_mae`` (mean
-|ε̂_k − ε_k| over clients). Seed ``s`` builds the federation and trains every arm with seed ``s``.
+Default setting (the spec's setting A; Fashion-MNIST, 10 IID clients x 600 images, 5 clients per round): every
+client has its own symmetric noise rate ~ U[0.4, 0.7]. The schedule (``rounds`` x ``local_epochs``, see
+PROTOCOL) is long enough that FedAvg memorises the noisy labels: its test accuracy peaks and then falls.
 
-* ``fedgr_clean`` / ``fedavg_clean``: the same recipes on the same clients without label noise (the issue's
-  "do no harm" check; listed as ablations: the noise is what is removed). ``noise_rate_mae`` of
-  ``fedgr_clean`` is then FedGR's mean estimated noise rate on clean clients.
-* ``reference_untrained``: the same CNN, untrained (weights seeded by the run's seed).
-* ``reference_prior``: predicts the most frequent observed (noisy) training label.
+Metrics of every trained arm (seed ``s`` builds the federation and trains every arm with seed ``s``):
 
-Seed 0 with default settings scores the published checkpoints; seeds 1, 2 and both clean arms are trained
-from the recipes (14 fits: 33 min wall on 2 shared cores at a 40% CPU share, about 13 min on free ones).
-``--set`` changes the noise, partition, rounds or test size; a changed training setting retrains every arm,
-seed 0 included.
+* ``accuracy`` = ``accuracy_final``: the final global model's accuracy on the clean test images (the headline);
+* ``accuracy_best``: the best accuracy of the global model after any round, on the same test images (a
+  diagnostic that shows a late collapse; it peeks at the test set, so it is never used to select anything);
+* FedGR's arms: ``noise_f1`` (F1 of its noisy-sample flags against the true labels over all client samples,
+  positive class = wrong label) and ``noise_rate_mae`` (mean |ε̂_k − ε_k| over clients); without noise
+  ``noise_f1`` is undefined and ``noise_rate_mae`` is the mean estimated noise rate of clean clients.
+
+Arms:
+
+* ``fedgr``; baselines ``fedavg``, ``fedprox`` (μ = 0.01), ``coteaching`` (FedAvg + local Co-teaching);
+* ablations, each FedGR with one component removed: ``fedgr_no_sieve`` (no GMM sieving: no sample is ever
+  flagged), ``fedgr_no_refine`` (flagged samples are dropped instead of relabelled), ``fedgr_no_distill``
+  (no L_ema), ``fedgr_no_regulariser`` (no L_reg); and ``fedgr_clean``: FedGR on the same clients without
+  label noise (the "do no harm" check: the noise is what is removed);
+* references: ``reference_clean_fedavg`` (FedAvg on the true labels: the ceiling), ``reference_untrained``
+  (the CNN, untrained) and ``reference_prior`` (the most frequent observed label).
+
+Every trained arm is a fit of its recipe (seed 0 included: the per-round accuracy curve is recorded during
+the fit, and the published checkpoints are the recipes' seed-0 runs). ``ZOO_FEDGR_CACHE=DIR`` stores each
+(arm, seed, settings, recipe) result as a JSON file and reuses it, so the evaluation can run in pieces
+(``benchmarks/fedgr_eval_pieces.py``) and resume after an interruption; clear the folder after a code change.
+``ZOO_FEDGR_EXPORT=DIR`` also exports the seed-0 fits of ``fedgr`` and the baselines at default settings to
+``DIR/<arm>`` (``zoo pin`` them: the published checkpoints are then exactly the card's seed-0 runs).
 """
 
 from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from zoo._eval import Claim, Protocol, Setting, Tuning, beats
 
-CLEAN_ARMS = ("fedgr_clean", "fedavg_clean")
-_LR_GRID = {"local.lr": [0.01, 0.05]}
-_LR_NOTE = (
-    "one learning rate for all arms, from exploratory seed-0 runs scored on the 1,000 held-out training images "
-    "(never the test set): every arm unconverged at 0.01 in 30 x 2 epochs, FedGR detection F1 0.77 at 0.01 and "
-    "0.88 at 0.05 (zoo/fedgr/module.py); not tuned per arm. "
+ABLATIONS = {
+    "fedgr_no_sieve": "--model.init_args.fedgr.sieve=false",
+    "fedgr_no_refine": "--model.init_args.fedgr.refine=false",
+    "fedgr_no_distill": "--model.init_args.fedgr.distill=false",
+    "fedgr_no_regulariser": "--model.init_args.fedgr.regularise=false",
+}
+CLEAN_ARMS = {"fedgr_clean": "fedgr", "reference_clean_fedavg": "fedavg"}
+CACHE_VERSION = 1  # bump when a code change alters what a fit measures
+
+# How the arms' hyperparameters were chosen. benchmarks/fedgr_tuning.py scores a grid on a validation split of
+# the clients' OWN data (with its noisy labels); it was not run for this evaluation (no CPU time left in the
+# session that fixed issue 31), so every arm uses the spec's constants and one shared learning rate.
+_TUNING_NOTE = (
+    "not tuned (the same budget, zero trials, for every arm): the spec's constants, SGD lr 0.05 for every arm "
+    "(chosen before issue 31 on held-out training images, never the test set). "
 )
 PROTOCOL = Protocol(
     method="fedgr",
     baselines=("fedavg", "fedprox", "coteaching"),
-    ablations=CLEAN_ARMS,
-    references=("reference_untrained", "reference_prior"),
+    ablations=(*ABLATIONS, "fedgr_clean"),
+    references=("reference_clean_fedavg", "reference_untrained", "reference_prior"),
     settings={
         "noise": Setting(
             "symmetric",
@@ -56,19 +83,21 @@ PROTOCOL = Protocol(
             ("data.init_args.partition",),
         ),
         "rounds": Setting(
-            30, "communication rounds (FedGR's sniffing 1-10, warm-up 11-15)", None, ("trainer.max_epochs",), 1
+            40, "communication rounds (FedGR's sniffing 1-10, warm-up 11-15)", None, ("trainer.max_epochs",), 1
+        ),
+        "local_epochs": Setting(
+            5, "local epochs per client round (every arm)", None, ("model.init_args.local.epochs",), 1
         ),
         "test_limit": Setting(10000, "test images scored (the first N of the 10,000)", minimum=1),
     },
     tuning={
-        "fedgr": Tuning(
-            "validation", _LR_GRID, 2, _LR_NOTE + "Every other constant is the spec's; L_ema weight 1.0 is a guess."
-        ),
-        "fedavg": Tuning("validation", _LR_GRID, 2, _LR_NOTE),
-        "fedprox": Tuning("validation", _LR_GRID, 2, _LR_NOTE + "mu = 0.01 from the spec."),
-        "coteaching": Tuning(
-            "validation", _LR_GRID, 2, _LR_NOTE + "Forget rate = the client's TRUE noise rate (oracle)."
-        ),
+        "fedgr": Tuning("none", {}, 0, _TUNING_NOTE + "L_ema weight 1.0 (reconstructed), L_reg weight 0.1 (spec)."),
+        "fedavg": Tuning("none", {}, 0, _TUNING_NOTE),
+        "fedprox": Tuning("none", {}, 0, _TUNING_NOTE + "mu = 0.01 from the spec."),
+        "coteaching": Tuning("none", {}, 0, _TUNING_NOTE + "Forget rate = the client's TRUE noise rate (oracle)."),
+        **{arm: Tuning("none", {}, 0, "fedgr's recipe with one component switched off") for arm in ABLATIONS},
+        "fedgr_clean": Tuning("none", {}, 0, "fedgr's recipe on clean labels"),
+        "reference_clean_fedavg": Tuning("none", {}, 0, "fedavg's recipe on the true labels"),
         "reference_untrained": Tuning("none", {}, 0, "no learning"),
         "reference_prior": Tuning("none", {}, 0, "no learning"),
     },
@@ -122,57 +151,118 @@ def score_pretrained(module, limit: int | None = None) -> dict[str, float]:
     return {"accuracy": fashion_mnist_accuracy(module, limit)}
 
 
+def _cache_file(arm: str, run) -> Path | None:
+    folder = os.environ.get("ZOO_FEDGR_CACHE")
+    if not folder:
+        return None
+    from zoo._recipes import resolve_recipe
+
+    recipes = sorted({"fashion_mnist", "fedavg", "fedprox", "coteaching"})
+    text = "".join(Path(resolve_recipe(f"recipes/fedgr/{r}.yaml")).read_text() for r in recipes)
+    key = json.dumps([CACHE_VERSION, arm, run.seed, run.settings, text], sort_keys=True, default=str)
+    return Path(folder) / f"{arm}-seed{run.seed}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+
+
 def measure(arm: str, run) -> dict[str, float]:
-    """Test accuracy of one arm for one seed; FedGR's arms also report their sieving scores."""
+    """The metrics of one arm for one seed (from ``ZOO_FEDGR_CACHE`` when that run is stored there)."""
+    cache = _cache_file(arm, run)
+    if cache is not None and cache.is_file():
+        stored = json.loads(cache.read_text())
+        run.extras.setdefault("test_curve", {})[arm] = stored.get("curve", [])
+        return stored["scores"]
+    scores, curve = _measure(arm, run)
+    if curve:
+        run.extras.setdefault("test_curve", {})[arm] = curve
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps({"scores": scores, "curve": curve}))
+    return scores
+
+
+def _measure(arm: str, run) -> tuple[dict[str, float], list[float]]:
     limit, noise = run.settings["test_limit"], run.settings["noise"]
     if arm == "reference_prior":
         from zoo.fedgr.data import fashion_mnist_test
 
         federation = _federation(run, noise)
         prior = np.bincount(federation.noisy_labels[np.concatenate(federation.client_samples)]).argmax()
-        return {"accuracy": float((fashion_mnist_test(limit)[1] == prior).mean())}
+        return {"accuracy": float((fashion_mnist_test(limit)[1] == prior).mean())}, []
     if arm == "reference_untrained":
-        return {"accuracy": fashion_mnist_accuracy(run.untrained("fedgr", seed=run.seed), limit)}
-    if arm in CLEAN_ARMS:  # with --set noise=none the recipe override is already there (and the fit is shared)
-        noise, overrides = "none", [] if noise == "none" else ["--data.init_args.noise=none"]
-        module = run.load(arm, base=arm.removesuffix("_clean"), overrides=overrides)
-    else:
-        module = run.load(arm)
-    scores = {"accuracy": fashion_mnist_accuracy(module, limit)}
+        return {"accuracy": fashion_mnist_accuracy(run.untrained("fedgr", seed=run.seed), limit)}, []
+    overrides = [f"--model.init_args.curve_test_limit={limit}"]
+    base = None
+    if arm in CLEAN_ARMS:  # with --set noise=none the recipe override is already there
+        base, noise = CLEAN_ARMS[arm], "none"
+        overrides += [] if run.settings["noise"] == "none" else ["--data.init_args.noise=none"]
+    elif arm in ABLATIONS:
+        base = "fedgr"
+        overrides.append(ABLATIONS[arm])
+    export = os.environ.get("ZOO_FEDGR_EXPORT")
+    if export and base is None and run.seed == PROTOCOL.published_seed and not run.recipe_overrides():
+        # this fit is the recipe's seed-0 run: export it, to be pinned as the published checkpoint
+        callback = {"class_path": "zoo.callbacks.ExportPretrained", "init_args": {"dirpath": f"{export}/{arm}"}}
+        overrides.append(f"--trainer.callbacks={json.dumps([callback])}")
+    module = run.load(arm, overrides=overrides, base=base)
+    final = fashion_mnist_accuracy(module, limit)
+    curve = [float(v) for v in module.test_curve] or [final]
+    scores = {"accuracy": final, "accuracy_final": final, "accuracy_best": max(curve)}
     if module.hparams.method == "fedgr":
         scores.update(sieve_scores(module, _federation(run, noise)))
-    return scores
+    return scores, [round(v, 4) for v in curve]
 
 
 def claims(result: dict) -> list[Claim]:
-    """The spec's acceptance thresholds, the paper's claim over its baselines, and the reference margins."""
+    """The issue's acceptance (issue 31) and the spec's thresholds, the reference margins, the ablations."""
     arms, fedgr = result["arms"], result["arms"].get("fedgr", {})
-    margins = {"reference_untrained": 0.3, "reference_prior": 0.3, "fedavg": 0.05, "fedprox": 0.0, "coteaching": 0.0}
+    margins = {
+        "reference_untrained": 0.3,
+        "reference_prior": 0.3,
+        "fedavg": 0.05,
+        "fedprox": 0.0,
+        "coteaching": 0.0,
+    }
     out = [
         beats(result, "accuracy", "fedgr", other, margin)
         for other, margin in margins.items()
         if other in arms and fedgr
     ]
+    if "fedavg" in arms and "accuracy_best" in arms["fedavg"]:
+        drop = arms["fedavg"]["accuracy_best"] - arms["fedavg"]["accuracy_final"]
+        text = "the setting makes FedAvg memorise the noise: its final accuracy is >= 0.02 below its best round's"
+        out.append(Claim.at_least("fedavg_memorises", text, drop, 0.02, versus="fedavg"))
     if "noise_f1" in fedgr:
         out.append(Claim.at_least("noise_f1", "FedGR's noisy-label detection F1 >= 0.85", fedgr["noise_f1"], 0.85))
     if "noise_rate_mae" in fedgr:
         text = "mean |estimated - true| client noise rate <= 0.1"
         out.append(Claim.at_most("noise_rate_mae", text, fedgr["noise_rate_mae"], 0.1))
-    if all(arm in arms for arm in CLEAN_ARMS):
-        gap = arms["fedgr_clean"]["accuracy"] - arms["fedavg_clean"]["accuracy"]
-        text = "without label noise FedGR's accuracy is within 0.02 of FedAvg's (|fedgr_clean - fedavg_clean|)"
-        out.append(Claim.at_most("clean_gap", text, abs(gap), 0.02, versus="fedavg_clean"))
-        text = "without label noise FedGR's mean estimated client noise rate <= 0.05 (issue 31)"
-        out.append(Claim.at_most("clean_noise_estimate", text, arms["fedgr_clean"]["noise_rate_mae"], 0.05))
+    if "fedgr_clean" in arms and "reference_clean_fedavg" in arms:
+        gap = arms["reference_clean_fedavg"]["accuracy"] - arms["fedgr_clean"]["accuracy"]
+        text = "without label noise FedGR's accuracy is at most 0.02 below FedAvg's (reference_clean_fedavg)"
+        out.append(Claim.at_most("clean_gap", text, gap, 0.02, versus="reference_clean_fedavg"))
+        text = "without label noise FedGR's mean estimated client noise rate < 0.05 (issue 31)"
+        estimate = arms["fedgr_clean"]["noise_rate_mae"]
+        out.append(Claim("clean_noise_estimate", text, round(estimate, 6), 0.05, bool(estimate < 0.05)))
+    for ablation in ABLATIONS:
+        if ablation in arms and fedgr:
+            claim = beats(result, "accuracy", "fedgr", ablation, 0.0)
+            text = f"removing {ablation.removeprefix('fedgr_no_')} costs accuracy: " + claim.text
+            out.append(Claim(claim.id, text, claim.value, claim.threshold, claim.holds, ablation))
     return out
 
 
 def plot(result: dict, axes) -> None:
-    """Accuracy of every arm; FedGR's detection F1 and noise-rate error, with the spec's thresholds."""
+    """Accuracy of every arm; the test-accuracy curves of seed 0 (FedAvg's memorisation); FedGR's detection F1."""
     from zoo._figures import bar_panel
 
-    bar_panel(axes[0], result, "accuracy", ylabel="test accuracy")
-    labels = {"noise_f1": "noisy-label F1 (- - 0.85)", "noise_rate_mae": "noise-rate error (- - 0.1)"}
-    for ax, (metric, label), threshold in zip(axes[1:], labels.items(), (0.85, 0.1)):
-        bar_panel(ax, result, metric, ylabel=label)
-        ax.axhline(threshold, color="black", lw=0.8, ls="--")
+    bar_panel(axes[0], result, "accuracy", ylabel="final test accuracy")
+    curves = result.get("extras", {}).get(str(result["seeds"][0]), {}).get("test_curve", {})
+    ax = axes[1]
+    for arm in ("fedgr", "fedavg", "fedprox", "coteaching", "reference_clean_fedavg"):
+        if curves.get(arm):
+            ax.plot(range(1, len(curves[arm]) + 1), curves[arm], label=arm)
+    ax.set_xlabel("round")
+    ax.set_ylabel(f"test accuracy (seed {result['seeds'][0]})")
+    if ax.lines:
+        ax.legend(fontsize=7)
+    bar_panel(axes[2], result, "noise_f1", ylabel="noisy-label F1 (- - 0.85)")
+    axes[2].axhline(0.85, color="black", lw=0.8, ls="--")

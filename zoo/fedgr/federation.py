@@ -43,6 +43,9 @@ class FederationSpec:
         noise_high: Upper end of the per-client noise rate.
         noisy_client_fraction: Fraction of clients that are noisy (the others keep clean labels).
         val_size: Held-out training images with their true labels (monitoring only; never used to select).
+        client_val_fraction: Fraction of each client's own samples (with their noisy labels) held out of its
+            training data as a validation split: what FedGR's loss weights and the baselines' hyperparameters
+            are chosen on (``benchmarks/fedgr_tuning.py``). 0 in the recipes.
         seed: Seed of the pool, the partition and the noise.
     """
 
@@ -55,6 +58,7 @@ class FederationSpec:
     noise_high: float = 0.7
     noisy_client_fraction: float = 1.0
     val_size: int = 1000
+    client_val_fraction: float = 0.0
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -70,6 +74,8 @@ class FederationSpec:
             raise ValueError(f"noisy_client_fraction must be in [0, 1], got {self.noisy_client_fraction}")
         if self.num_clients < 1 or self.samples_per_client < 1:
             raise ValueError("num_clients and samples_per_client must be positive")
+        if not 0.0 <= self.client_val_fraction < 1.0:
+            raise ValueError(f"client_val_fraction must be in [0, 1), got {self.client_val_fraction}")
         if self.partition == "dirichlet" and self.dirichlet_alpha <= 0:
             raise ValueError(f"dirichlet_alpha must be positive, got {self.dirichlet_alpha}")
 
@@ -114,6 +120,8 @@ class Federation:
         noise_types: Noise model of each client (``"none"`` for a clean client).
         val_images: Held-out training images (not in any client).
         val_labels: Their true labels.
+        client_val_samples: Per client, the sample ids of its own held-out validation split (noisy labels,
+            never trained on); empty arrays without ``spec.client_val_fraction``.
     """
 
     spec: FederationSpec
@@ -124,6 +132,7 @@ class Federation:
     noise_types: list[str]
     val_images: np.ndarray
     val_labels: np.ndarray
+    client_val_samples: list[np.ndarray] = field(default_factory=list)
     noise_rates: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
@@ -151,6 +160,11 @@ class Federation:
             labels=self.noisy_labels[ids],
             noise_rate=float(self.noise_rates[client_id]),
         )
+
+    def client_validation(self) -> tuple[np.ndarray, np.ndarray]:
+        """The clients' held-out samples pooled: images and their observed (noisy) labels."""
+        ids = np.concatenate([np.asarray(v, dtype=np.int64) for v in self.client_val_samples] or [np.zeros(0, int)])
+        return self.images[ids], self.noisy_labels[ids]
 
     def summary(self) -> dict:
         """Facts about the federation for logs and configs (spec, sizes, realised noise rates)."""
@@ -256,6 +270,14 @@ def build_federation(spec: FederationSpec, images: np.ndarray, labels: np.ndarra
             else:
                 noisy_labels[ids] = pair_noise(true_labels[ids], rates[k], noise_rng)
             noise_types[k] = kind
+    client_val = []
+    if spec.client_val_fraction > 0:  # after the noise: a client's validation labels are as noisy as its own
+        split_rng = _rng(spec.seed, "client-validation")
+        for k, ids in enumerate(clients):
+            held = split_rng.permutation(len(ids))[: int(round(spec.client_val_fraction * len(ids)))]
+            mask = np.zeros(len(ids), bool)
+            mask[held] = True
+            clients[k], client_val = ids[~mask], [*client_val, ids[mask]]
     return Federation(
         spec=spec,
         images=pool_images,
@@ -265,6 +287,7 @@ def build_federation(spec: FederationSpec, images: np.ndarray, labels: np.ndarra
         noise_types=noise_types,
         val_images=images[val_ids],
         val_labels=labels[val_ids].astype(np.int64),
+        client_val_samples=client_val,
     )
 
 

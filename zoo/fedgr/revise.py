@@ -2,11 +2,14 @@
 
 Label refining (per sample i, given the server's clean posterior c_i and the client's ε̂_k):
 
-* before sniffing ends: plain CE on the observed label ỹ_i;
-* ε̂_k ≥ ``high_noise_threshold``: CE on the global model's pseudo-label ŷ_i only, for samples whose
-  pseudo-label confidence exceeds ``pseudo_threshold``; the others are ignored;
-* otherwise, an unflagged sample (c_i ≥ 0.5) keeps ỹ_i; a flagged one trains on
-  ``c_i·CE(ỹ_i) + (1 - c_i)·CE(ŷ_i)`` if its pseudo-label is confident, and is ignored if not.
+* before sniffing ends, or when the server's sieve found no separate noisy component (c_i = 1): plain CE on
+  the observed label ỹ_i;
+* an unflagged sample (c_i ≥ ``clean_threshold``: the sieve is confident the label is clean) keeps ỹ_i in
+  every case: refining never relabels it (issue 31; the dev code's ε̂_k ≥ 0.8 branch trained such samples on
+  pseudo-labels too);
+* a flagged sample with a confident pseudo-label trains on ``c_i·CE(ỹ_i) + (1 - c_i)·CE(ŷ_i)``, or on
+  ``CE(ŷ_i)`` alone when ε̂_k ≥ ``high_noise_threshold`` (a client that noisy gets no weight on its flagged
+  labels); a flagged sample without a confident pseudo-label is ignored.
 
 L_sr is the mean of these per-sample losses over the samples that are not ignored.
 """
@@ -74,15 +77,14 @@ def refine_labels(
     ones, zeros = torch.ones(n, device=labels.device), torch.zeros(n, device=labels.device)
     if clean_probability is None:
         return RefinedLabels(ones, zeros, labels, torch.ones(n, dtype=torch.bool, device=labels.device))
-    if noise_estimate >= config.high_noise_threshold:
-        return RefinedLabels(zeros, confident.float(), labels, confident)
     c = clean_probability.to(ones)
     flagged = c < config.clean_threshold
     if not config.refine:  # sieving only: flagged samples are dropped
         return RefinedLabels(ones, zeros, labels, ~flagged)
     use_pseudo = flagged & confident
-    observed_weight = torch.where(use_pseudo, c, ones)
-    pseudo_weight = torch.where(use_pseudo, 1.0 - c, zeros)
+    c_observed = zeros if noise_estimate >= config.high_noise_threshold else c
+    observed_weight = torch.where(use_pseudo, c_observed, ones)
+    pseudo_weight = torch.where(use_pseudo, 1.0 - c_observed, zeros)
     return RefinedLabels(observed_weight, pseudo_weight, labels, ~flagged | confident)
 
 

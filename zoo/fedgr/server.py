@@ -107,7 +107,8 @@ class FedGRServer(FedAvgServer):
 
     In every round up to ``sniff_rounds + warmup_rounds`` (all rounds if ``freeze_sniffing`` is off) the
     sampled clients upload the running-mean losses of their samples; the server fits a 2-component GMM on
-    the round's uploads and updates those clients' clean posteriors c_i and noise estimates ε̂_k.
+    the round's uploads and updates those clients' clean posteriors c_i and noise estimates ε̂_k. A split that
+    fails the separation test (:meth:`~zoo.fedgr.sieve.LossGMM.is_separated`) flags nothing: c_i = 1, ε̂_k = 0.
 
     Args:
         config: The run.
@@ -121,6 +122,7 @@ class FedGRServer(FedAvgServer):
         self.sample_ids: dict[int, np.ndarray] = {}
         self.noise_estimates: dict[int, float] = {}
         self.gmm: LossGMM | None = None
+        self.separated = False
         self.last_sieve_round = 0
 
     def sample_clients(self, round_idx: int) -> list[int]:
@@ -136,7 +138,7 @@ class FedGRServer(FedAvgServer):
 
     def task(self, round_idx: int, client_id: int) -> ClientTask:
         task = super().task(round_idx, client_id)
-        task.upload_losses = round_idx <= self.config.fedgr.sieve_until
+        task.upload_losses = self.config.fedgr.sieve and round_idx <= self.config.fedgr.sieve_until
         task.clean_probability = self.clean_probability.get(client_id)
         task.noise_estimate = self.noise_estimates.get(client_id)
         return task
@@ -161,8 +163,10 @@ class FedGRServer(FedAvgServer):
         self.gmm = fit_loss_gmm(
             values, max_iter=cfg.gmm_max_iter, tol=cfg.gmm_tol, reg_covar=cfg.gmm_reg_covar, seed=self.config.seed
         )
+        self.separated = self.gmm.is_separated(cfg.min_separation, cfg.min_noisy_weight)
         for update in uploads:
-            clean = self.gmm.clean_probability(update.loss_mean)
+            # no real split (the separation test fails): every sample of the round counts as clean
+            clean = self.gmm.clean_probability(update.loss_mean) if self.separated else np.ones(len(update.loss_mean))
             self.clean_probability[update.client_id] = clean
             self.sample_ids[update.client_id] = np.asarray(update.sample_ids)
             self.noise_estimates[update.client_id] = noise_estimate(clean, cfg.clean_threshold)
@@ -180,6 +184,7 @@ class FedGRServer(FedAvgServer):
             **super().summary(),
             "noise_estimates": {int(k): round(float(v), 4) for k, v in sorted(self.noise_estimates.items())},
             "gmm": self.gmm.as_dict() if self.gmm is not None else None,
+            "gmm_separated": self.separated,
             "last_sieve_round": self.last_sieve_round,
         }
 
