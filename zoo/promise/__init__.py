@@ -1,0 +1,65 @@
+"""ProMiSE: a protein multi-state benchmark harness, with a learned analogue of decoding bias (ICML 2026).
+
+Registers ``promise.adk``: the conditional PCA-space DDPM of adenylate kinase trained on the biased 85/15
+closed/open exposure. The benchmark itself (metrics, harness, PDB ensemble adapter, ANM) has no weights; every
+reconstruction choice is listed in :mod:`zoo.promise.module`. This file imports only the registry.
+"""
+
+import os
+
+from zoo._registry import PaperRef, PretrainedCfg, register_model
+
+PAPER = PaperRef(
+    title="ProMiSE: Protein Multi-state Structure Evaluation Benchmark in Biological Contexts",
+    arxiv=None,  # ICML 2026 poster and bioRxiv preprint; no arXiv version, no code or data release
+    url="https://icml.cc/virtual/2026/poster/66234",
+)
+
+# sha256 pins from `zoo pin promise.adk`; metrics: hub_cards/promise.adk/metrics.json (`zoo eval promise --card`).
+_SHA256: dict[str, str] = {}
+
+_NUM_PARAMS = 20_768
+
+_NOTES = (
+    "Reconstructed from the abstract (no code, data or numbers were released; see zoo/promise/module.py). "
+    "What cannot be obtained here: AlphaFold3, BioEmu, AF-Cluster and real apo/holo or monomer/complex sets, "
+    "so the benchmark runs on one target, adenylate kinase (open 4AKE, closed 1AKE and three closed-to-open "
+    "transition runs from MDAnalysisTests), and its 'ligand' context is emulated: AdK's closure is the textbook "
+    "Ap5A-induced change, but Ap5A is not in the files, so the context is only a token given to the generator. "
+    "The learned analogue: a DDPM over the top-8 PCA coefficients of the two DIMS runs (TMD held out), trained "
+    "on 85% closed-half / 15% open-half frames (closed-half frames tagged 'ligand' with probability 0.5). All "
+    "DDPM arms share these weights and the PCA encoder; only decoding differs. Risk: the analogue shows "
+    "decoding bias by construction if the biased decoder is hand-picked to collapse; here ddpm_biased's "
+    "guidance and temperature are the grid point (w in {0,1,3}, T in {0.5,0.7,1}) with the lowest median RMSD "
+    "to the nearest crystal state on validation ensembles (the sharp decoding a structure predictor is tuned "
+    "for), and ddpm_debiased's the grid point with the highest validation success with reweighting."
+)
+
+_DEV = os.environ.get("ZOO_PROMISE_DEV") == "1"  # TEMPORARY: unregistered until the cards exist
+
+if _DEV:
+    register_model(
+        "promise.adk",
+        module="zoo.promise.module:ProMiSEModule",
+        default=True,
+        description="ProMiSE analogue: conditional PCA-space DDPM of adenylate kinase, 85/15 closed/open exposure",
+        model_args={},
+        requires=("MDAnalysis", "MDAnalysisTests", "tmtools"),
+        extra="protein",
+        arm="ddpm_debiased",
+        smoke=("--data.init_args.n_train=64", "--data.init_args.val_ensembles=1", "--data.init_args.steps_per_epoch=2"),
+        pretrained_cfg=PretrainedCfg(
+            paper=PAPER,
+            sha256=_SHA256,
+            task="other",
+            datasets=("mdanalysistests_adk",),
+            headline="multistate_success",
+            num_params=_NUM_PARAMS,
+            notes=_NOTES,
+            input_format=(
+                "a context name, 'apo' or 'ligand'; model.ensemble(context, n) returns (n, 214, 3) AdK C-alpha "
+                "coordinates in A, superposed onto the centred open state (4AKE)"
+            ),
+            input_size=(214, 3),
+        ),
+    )
