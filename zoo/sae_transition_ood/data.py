@@ -62,11 +62,14 @@ class SAEOODDataModule(pl.LightningDataModule):
             if not pieces:
                 raise ValueError(f"{domain} has no {split} texts")
             model = HiddenStates(self.hparams.hidden_model)
-            kept, counts = [], []
-            for states in model.forward_ids([p.ids for p in pieces]):
-                positions = token_positions(states.shape[1], self.hparams.tokens_per_text)
-                kept.append(states[:, positions].transpose(1, 0, 2).astype(np.float16))
-                counts.append(len(positions))
+            per_text = self.hparams.tokens_per_text
+
+            def keep(states: np.ndarray) -> np.ndarray:
+                positions = token_positions(states.shape[1], per_text)
+                return states[:, positions].transpose(1, 0, 2).astype(np.float16)
+
+            kept = model.map_ids([p.ids for p in pieces], keep)
+            counts = [len(k) for k in kept]
             self._tokens[key] = (np.concatenate(kept), np.concatenate([[0], np.cumsum(counts)]))
         return self._tokens[key]
 

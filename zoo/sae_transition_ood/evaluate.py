@@ -132,12 +132,7 @@ def _sae_arms(run, id_domain: str) -> dict[str, dict]:
         best["multi_layer_unigram"]["best"],
         best["raw_transition"]["best"],
     )
-    if multi["k_sae"] != chosen["k_sae"]:  # the ablation's own tuned SAE width
-        tokens, _ = features.token_slice(id_domain, "train")
-        other, _ = train_stack(tokens, seed=run.seed, **{**recipe_train_args(), "k_sae": multi["k_sae"]})
-        multi_scores = A.SAEScorer(features, other, id_domain, groups, 16, 16).unigram(multi["top_k"], multi["alpha"])
-    else:
-        multi_scores = scorer.unigram(multi["top_k"], multi["alpha"])
+    multi_scores = scorer.unigram(multi["top_k"], multi["alpha"])  # the transition arm's SAEs, no transitions
     return {
         "transition": transition,
         "single_layer": scorer.unigram(single["top_k"], single["alpha"], [single["layer"]]),

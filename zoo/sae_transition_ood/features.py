@@ -89,12 +89,17 @@ def build_features(tokens_per_text: int = 20, batch_size: int = 64, cache_dir: P
             pieces = D.chunks(domain, split)
             groups[f"{domain}/{split}"] = (len(labels), len(labels) + len(pieces))
             labels += [piece.label for piece in pieces]
-            for states in model.forward_ids([piece.ids for piece in pieces], batch_size):
+
+            def reduce(states: np.ndarray) -> tuple:
                 positions = token_positions(states.shape[1], tokens_per_text)
-                tokens.append(states[:, positions].transpose(1, 0, 2).astype(np.float16))
-                counts.append(len(positions))
-                means.append(states.mean(1).astype(np.float16))
-                maxes.append(states.max(1).astype(np.float16))
+                kept = states[:, positions].transpose(1, 0, 2).astype(np.float16)
+                return kept, states.mean(1).astype(np.float16), states.max(1).astype(np.float16)
+
+            for kept, mean, peak in model.map_ids([piece.ids for piece in pieces], reduce, batch_size):
+                tokens.append(kept)
+                counts.append(len(kept))
+                means.append(mean)
+                maxes.append(peak)
     features = Features(
         np.concatenate(tokens), np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), np.stack(means),
         np.stack(maxes), groups, np.asarray(labels),

@@ -77,32 +77,35 @@ class HiddenStates:
     def forward_ids(self, ids: Sequence[Sequence[int]], batch_size: int = 64) -> Iterator[np.ndarray]:
         """Yield, per text in order, float32 ``(num_states, T, width)`` (T = that text's word pieces).
 
-        Texts are batched by length (less padding); the order of the output is the order of ``ids``.
+        Texts are batched in the given order and each batch is yielded as soon as it is computed, so only one
+        batch of hidden states is alive at a time (sort by length before calling to save padding).
         """
         tok = self.tokenizer
-        order = np.argsort([len(x) for x in ids], kind="stable")
-        done: dict[int, np.ndarray] = {}
-        next_out = 0
-        for start in range(0, len(order), batch_size):
-            batch = [list(ids[i]) for i in order[start : start + batch_size]]
-            length = max(len(x) for x in batch) + 2
+        offset = 1 if tok.cls_token_id is not None else 0
+        for start in range(0, len(ids), batch_size):
+            batch = [list(x) for x in ids[start : start + batch_size]]
+            length = max(len(x) for x in batch) + 2 * offset
             input_ids = torch.full((len(batch), length), tok.pad_token_id, dtype=torch.long)
             mask = torch.zeros((len(batch), length), dtype=torch.long)
             for row, piece in enumerate(batch):
-                full = [tok.cls_token_id, *piece, tok.sep_token_id] if tok.cls_token_id is not None else piece
+                full = [tok.cls_token_id, *piece, tok.sep_token_id] if offset else piece
                 input_ids[row, : len(full)] = torch.tensor(full)
                 mask[row, : len(full)] = 1
             states = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True).hidden_states
             stacked = torch.stack(states, dim=1).float().numpy()  # (B, L+1, length, d)
-            offset = 1 if tok.cls_token_id is not None else 0
             for row, piece in enumerate(batch):
-                done[int(order[start + row])] = stacked[row, :, offset : offset + len(piece)]
-            while next_out in done:  # yield in input order as soon as possible
-                yield done.pop(next_out)
-                next_out += 1
-        while next_out in done:
-            yield done.pop(next_out)
-            next_out += 1
+                yield stacked[row, :, offset : offset + len(piece)]
+
+    def map_ids(self, ids: Sequence[Sequence[int]], reduce, batch_size: int = 64) -> list:
+        """``[reduce(states of text i) for i]`` in the input order, computed in length-sorted batches.
+
+        Only ``reduce``'s (small) results are kept, so memory stays at one batch of hidden states.
+        """
+        order = np.argsort([len(x) for x in ids], kind="stable")
+        results: list = [None] * len(ids)
+        for position, states in zip(order, self.forward_ids([ids[i] for i in order], batch_size), strict=True):
+            results[position] = reduce(states)
+        return results
 
     def __call__(self, texts: Sequence[str], batch_size: int = 64) -> list[np.ndarray]:
         """Hidden states of each text: a list of ``(num_states, T, width)`` arrays."""

@@ -59,7 +59,7 @@ from zoo._distributed import refuse_distributed
 from zoo._inference import PretrainedMixin
 from zoo.sae_transition_ood import INPUT_FORMAT
 from zoo.sae_transition_ood.domains import ID_DOMAINS, check_domain
-from zoo.sae_transition_ood.sae import SAEStack, sae_loss
+from zoo.sae_transition_ood.sae import SAEStack, sae_loss, sae_quality
 from zoo.sae_transition_ood.transitions import (
     check_alpha,
     surprising_transitions,
@@ -128,6 +128,8 @@ class SAETransitionOODModule(PretrainedMixin, pl.LightningModule):
         self._table: tuple[float, np.ndarray] | None = None
         self._last_fired = torch.zeros(num_layers, features)
         self._hidden = None
+        self._counted_at = -1
+        self.quality: dict | None = None
         self.example_input_array = torch.randn(6, num_layers, width, generator=torch.Generator().manual_seed(0))
 
     # ------------------------------------------------------------------------------------------- storage
@@ -168,7 +170,8 @@ class SAETransitionOODModule(PretrainedMixin, pl.LightningModule):
         self._table = None
 
     def export_metadata(self) -> dict:
-        return {"train_tokens_counted": float(self.counts[0].sum() / self.hparams.top_k**2) if self.counts.size else 0}
+        """The SAEs' fraction of variance unexplained and dead-feature fraction per layer on their training sample."""
+        return {"sae_quality": self.quality} if self.quality else {}
 
     # ------------------------------------------------------------------------------------------- scoring
 
@@ -227,16 +230,22 @@ class SAETransitionOODModule(PretrainedMixin, pl.LightningModule):
         """OOD scores of raw texts (higher = more out-of-domain); streams the LM and keeps only top-K indices."""
         if isinstance(texts, str):
             raise TypeError("score_texts takes a list of texts, not one string")
-        hidden = self.hidden_states()
-        scores = [self.score_states([states], tokens_per_text)[0] for states in hidden(texts, batch_size)]
-        return np.asarray(scores)
+        return self.score_ids(self.hidden_states().encode(texts), tokens_per_text, batch_size)
 
     @torch.no_grad()
     def score_ids(self, ids: Sequence[Sequence[int]], tokens_per_text: int | None = None, batch_size: int = 64):
-        """OOD scores of texts given as word-piece ids without special tokens (the benchmark's chunks)."""
-        return np.asarray(
-            [self.score_states([s], tokens_per_text)[0] for s in self.hidden_states().forward_ids(ids, batch_size)]
-        )
+        """OOD scores of texts given as word-piece ids without special tokens (the benchmark's chunks).
+
+        Texts run in length-sorted batches; only one batch's hidden states are held at a time, then its top-K.
+        """
+        hidden = self.hidden_states()
+        order = np.argsort([len(x) for x in ids], kind="stable")
+        scores = np.zeros(len(ids))
+        for start in range(0, len(order), batch_size):
+            batch = order[start : start + batch_size]
+            states = list(hidden.forward_ids([ids[i] for i in batch], batch_size))
+            scores[batch] = self.score_states(states, tokens_per_text)
+        return scores
 
     @torch.no_grad()
     def explain(self, text: str, top: int = 5) -> list[dict]:
@@ -324,10 +333,21 @@ class SAETransitionOODModule(PretrainedMixin, pl.LightningModule):
     def on_train_batch_end(self, outputs, batch, batch_idx: int) -> None:
         self.saes.normalise_dictionary()
 
+    def _count_after_training(self) -> None:
+        if self._counted_at != self.global_step:
+            self.round_weights()
+            self.fit_transitions(self.trainer.datamodule.count_tokens())
+            self._counted_at = self.global_step
+            self.quality = sae_quality(self.saes, self.trainer.datamodule.sae_tokens())
+
+    def on_validation_epoch_start(self) -> None:
+        """During fit, count the transitions of the SAEs as they are now, so validation reads a real AUROC."""
+        if self.trainer.state.fn == "fit" and not self.trainer.sanity_checking:
+            self._count_after_training()
+
     def on_train_end(self) -> None:
-        """Round the weights to their stored precision, then count the ID train transitions."""
-        self.round_weights()
-        self.fit_transitions(self.trainer.datamodule.count_tokens())
+        """Round the weights to their stored precision, then count the ID train transitions (once per step)."""
+        self._count_after_training()
 
     def _auroc_step(self, batch: dict, stage: str) -> None:
         from zoo.sae_transition_ood.detector import auroc

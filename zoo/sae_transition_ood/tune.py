@@ -23,7 +23,7 @@ TUNING_FILE = Path(__file__).with_name("tuning.json")
 LAYERS = list(range(7))
 GRIDS = {
     "transition": {"k_sae": [16, 32], "top_k": [4, 8, 16], "alpha": [0.01, 0.1, 1.0]},
-    "multi_layer_unigram": {"k_sae": [16, 32], "top_k": [4, 8, 16], "alpha": [0.01, 0.1, 1.0]},
+    "multi_layer_unigram": {"top_k": [4, 8, 16], "alpha": [0.01, 0.1, 1.0]},  # the transition arm's SAEs
     "single_layer": {"layer": LAYERS, "top_k": [4, 8, 16]},  # SAEs and alpha: the transition arm's
     "raw_transition": {"top_k": [4, 8, 16, 32, 64, 128], "alpha": [0.01, 0.1, 1.0]},
     "mahalanobis": {"layer": LAYERS, "pool": ["mean", "max"], "normalise": [False, True]},
@@ -60,10 +60,10 @@ def tune_setting(features, id_domain: str, train_args: dict) -> dict:
     for params in _grid("transition"):
         value = _val_auroc(scorers[params["k_sae"]].transition(params["top_k"], params["alpha"]), id_domain)
         record["transition"]["trials"].append({**params, "auroc": value})
-    for params in _grid("multi_layer_unigram"):
-        value = _val_auroc(scorers[params["k_sae"]].unigram(params["top_k"], params["alpha"]), id_domain)
-        record["multi_layer_unigram"]["trials"].append({**params, "auroc": value})
     best = max(record["transition"]["trials"], key=lambda t: t["auroc"])
+    for params in _grid("multi_layer_unigram"):
+        value = _val_auroc(scorers[best["k_sae"]].unigram(params["top_k"], params["alpha"]), id_domain)
+        record["multi_layer_unigram"]["trials"].append({**params, "auroc": value})
     for params in _grid("single_layer"):
         scores = scorers[best["k_sae"]].unigram(params["top_k"], best["alpha"], [params["layer"]])
         record["single_layer"]["trials"].append({**params, "auroc": _val_auroc(scores, id_domain)})
@@ -84,27 +84,40 @@ def tune_setting(features, id_domain: str, train_args: dict) -> dict:
         record[arm]["best"] = {k: v for k, v in winner.items() if k != "auroc"}
         record[arm]["auroc"] = winner["auroc"]
     record["single_layer"]["best"].update(k_sae=best["k_sae"], alpha=best["alpha"])
+    record["multi_layer_unigram"]["best"].update(k_sae=best["k_sae"])
     record["raw_transition"]["best"].update(k_sae=best["k_sae"])  # its normaliser comes from that stack
     return record
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Tune the given ID settings (default all) and merge them into ``tuning.json``."""
+    import argparse
+
     import torch
 
     from zoo.sae_transition_ood.evaluate import recipe_train_args
     from zoo.sae_transition_ood.features import build_features
 
+    parser = argparse.ArgumentParser(description="validation-only tuning of sae_transition_ood's arms")
+    parser.add_argument("domains", nargs="*", default=list(D.ID_DOMAINS), choices=D.ID_DOMAINS)
+    args = parser.parse_args(argv)
     torch.set_num_threads(2)
-    started = time.perf_counter()
     features = build_features()
     train_args = recipe_train_args()
-    result = {"grids": GRIDS, "trials": {arm: trials(arm) for arm in GRIDS}, "train_args": train_args, "settings": {}}
-    for id_domain in D.ID_DOMAINS:
+    result = json.loads(TUNING_FILE.read_text()) if TUNING_FILE.is_file() else {}
+    if result.get("train_args") not in (None, train_args) or result.get("grids") not in (None, GRIDS):
+        result = {}  # another recipe or grid: start over
+    result.update(grids=GRIDS, trials={arm: trials(arm) for arm in GRIDS}, train_args=train_args)
+    result.setdefault("settings", {})
+    result.setdefault("seconds", {})
+    for id_domain in args.domains:
+        started = time.perf_counter()
         print(f"tuning {id_domain}", flush=True)
         result["settings"][id_domain] = tune_setting(features, id_domain, train_args)
-    result["seconds"] = round(time.perf_counter() - started, 1)
-    TUNING_FILE.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps({d: {a: r[a]["best"] for a in GRIDS} for d, r in result["settings"].items()}, indent=1))
+        result["seconds"][id_domain] = round(time.perf_counter() - started, 1)
+        TUNING_FILE.write_text(json.dumps(result, indent=1) + "\n")
+        best = {arm: result["settings"][id_domain][arm]["best"] for arm in GRIDS}
+        print(json.dumps({"seconds": result["seconds"][id_domain], **best}), flush=True)
 
 
 if __name__ == "__main__":

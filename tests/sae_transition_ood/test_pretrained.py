@@ -1,0 +1,48 @@
+"""The published detector: SAE quality, and its card's AUROC reproduced on a slice of the test texts."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import zoo
+from zoo._registry import get_entry
+
+NAME = "sae_transition_ood.docstrings"
+
+
+@pytest.fixture(scope="module")
+def detector():
+    return zoo.load(NAME, pretrained=True)
+
+
+def test_sae_quality_per_layer(detector):
+    from zoo.sae_transition_ood.domains import chunks
+    from zoo.sae_transition_ood.features import token_positions
+    from zoo.sae_transition_ood.sae import sae_quality
+
+    metadata = json.loads((get_entry(NAME).mirror_dir / "config.json").read_text())["metadata"]["sae_quality"]
+    assert max(metadata["fvu"]) <= 0.2, metadata["fvu"]  # on the 40k-token training sample, after training
+    assert max(metadata["dead_fraction"]) < 0.2, metadata["dead_fraction"]
+    hidden = detector.hidden_states()
+    states = hidden.map_ids([c.ids for c in chunks("docstrings", "validation", 60)], lambda s: s)
+    tokens = np.concatenate([s[:, token_positions(s.shape[1], 20)].transpose(1, 0, 2) for s in states])
+    held_out = sae_quality(detector.saes, torch.from_numpy(tokens))
+    assert max(held_out["fvu"]) <= 0.25, held_out["fvu"]  # held-out ID texts: a little above the training FVU
+
+
+def test_checkpoint_reproduces_card_auroc(detector):
+    from zoo.sae_transition_ood.evaluate import score_pretrained
+
+    metrics = json.loads((get_entry(NAME).mirror_dir / "metrics.json").read_text())
+    expected = metrics["per_seed"]["transition"]["0"]["auroc_docstrings_vs_pyref"]  # this checkpoint is seed 0
+    measured = score_pretrained(detector, limit=200, ood="pyref")["auroc_docstrings_vs_pyref"]
+    assert measured == pytest.approx(expected, abs=0.02)
+
+
+def test_explain_reports_five_transitions(detector):
+    found = detector.explain("The capital of France is Paris. About 66,078,000 people live in France.")
+    assert len(found) == 5
+    assert all(item["nll"] >= found[-1]["nll"] and 0 <= item["layer"] < 6 for item in found)
+    assert all(isinstance(item["token_text"], str) for item in found)
