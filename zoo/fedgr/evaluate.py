@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -170,12 +171,14 @@ def measure(arm: str, run) -> dict[str, float]:
         stored = json.loads(cache.read_text())
         run.extras.setdefault("test_curve", {})[arm] = stored.get("curve", [])
         return stored["scores"]
+    started = time.perf_counter()
     scores, curve = _measure(arm, run)
     if curve:
         run.extras.setdefault("test_curve", {})[arm] = curve
     if cache is not None:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps({"scores": scores, "curve": curve}))
+        seconds = round(time.perf_counter() - started, 1)
+        cache.write_text(json.dumps({"scores": scores, "curve": curve, "seconds": seconds}))
     return scores
 
 
