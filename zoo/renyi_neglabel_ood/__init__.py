@@ -14,6 +14,8 @@ PAPER = PaperRef(
     arxiv=None,
     authors=("Bo Peng", "Jie Lu", "Guangquan Zhang", "Zhen Fang"),
     code="https://github.com/60pen9/A-Close-Look-at-Negative-Label-Guided-OOD-Detection-in-Pre-trained-VLMs",
+    # no arXiv id or proceedings page was found: the authors' repository is where the paper is linked
+    url="https://github.com/60pen9/A-Close-Look-at-Negative-Label-Guided-OOD-Detection-in-Pre-trained-VLMs",
 )
 
 INPUT_FORMAT = (

