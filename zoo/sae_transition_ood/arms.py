@@ -143,7 +143,10 @@ def energy(features: Features, id_domain: str, groups: Sequence[Group], layer: i
     labels = features.labels[features.texts(id_domain, "train")].astype(object)
     names, counts = np.unique(labels, return_counts=True)
     rare = set(names[counts < MIN_LABEL_TEXTS])
-    labels = np.array(["(rare)" if label in rare else label for label in labels])  # sub-labels under 10 texts pooled
+    pooled = np.array(["(rare)" if label in rare else label for label in labels])  # sub-labels under 10 texts pooled
+    labels = pooled if len(set(pooled)) > 1 else labels.astype(str)
+    if len(set(labels)) < 2:
+        raise ValueError(f"energy needs at least 2 sub-labels among {id_domain}'s train texts")
     scaler = StandardScaler().fit(train)
     model = LogisticRegression(C=C, max_iter=200, random_state=seed).fit(scaler.transform(train), labels)
     out = {}

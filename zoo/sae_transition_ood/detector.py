@@ -33,6 +33,33 @@ def train_stack(
     return stack.eval(), quality
 
 
+def cached_stack(tokens: np.ndarray, key: str, cache_dir, **train_args) -> tuple[SAEStack, dict]:
+    """:func:`train_stack`, memoised on disk under ``cache_dir`` by ``key`` and the training arguments.
+
+    The tuning run and the evaluation's seed 0 train the same SAEs (same tokens, seed and arguments); the
+    evaluation reads them back instead of training them twice.
+    """
+    import hashlib
+    import json
+    from pathlib import Path
+
+    from safetensors.torch import load_file, save_file
+
+    spec = json.dumps({"key": key, "shape": list(tokens.shape), **train_args}, sort_keys=True, default=str)
+    path = Path(cache_dir) / f"sae-{hashlib.sha256(spec.encode()).hexdigest()[:16]}.safetensors"
+    if path.is_file():
+        state = load_file(str(path))
+        stack = SAEStack(tokens.shape[1], tokens.shape[2], train_args.get("features", 1024), train_args["k_sae"])
+        stack.load_state_dict(state)
+        quality = json.loads(path.with_suffix(".json").read_text())
+        return stack.eval(), quality
+    stack, quality = train_stack(tokens, **train_args)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in stack.state_dict().items()}, str(path))
+    path.with_suffix(".json").write_text(json.dumps(quality))
+    return stack, quality
+
+
 def raw_top_indices(tokens: np.ndarray, mean: np.ndarray, scale: np.ndarray, top: int) -> np.ndarray:
     """Top-``top`` hidden units (by normalised value) per token and layer: int16 ``(N, layers, top)``."""
     x = (np.asarray(tokens, dtype=np.float32) - mean) / scale[:, None]

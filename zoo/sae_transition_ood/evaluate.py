@@ -106,7 +106,8 @@ def _sae_arms(run, id_domain: str) -> dict[str, dict]:
     import torch
 
     from zoo.sae_transition_ood import arms as A
-    from zoo.sae_transition_ood.detector import train_stack
+    from zoo.sae_transition_ood.detector import cached_stack
+    from zoo.sae_transition_ood.features import default_cache_dir
 
     torch.set_num_threads(2)
     best = _tuning_record()["settings"][id_domain]
@@ -118,11 +119,11 @@ def _sae_arms(run, id_domain: str) -> dict[str, dict]:
         stack, quality = published.saes, None
     else:
         tokens, _ = features.token_slice(id_domain, "train")
-        args = {**recipe_train_args(), "k_sae": chosen["k_sae"]}
-        stack, quality = train_stack(tokens, seed=run.seed, **args)
+        args = {**recipe_train_args(), "k_sae": chosen["k_sae"], "seed": run.seed}
+        stack, quality = cached_stack(tokens, f"{id_domain}/train", default_cache_dir(), **args)
     if quality is not None:
         run.extras[f"sae_quality_{id_domain}"] = quality
-    scorer = A.SAEScorer(features, stack, id_domain, groups, 16, 128)
+    scorer = A.SAEScorer(features, stack, id_domain, groups, 16, 32)
     if published is not None:
         transition = scorer.transition_from_counts(published.counts, published.hparams.top_k, published.hparams.alpha)
     else:

@@ -17,7 +17,8 @@ import numpy as np
 
 from zoo.sae_transition_ood import arms as A
 from zoo.sae_transition_ood import domains as D
-from zoo.sae_transition_ood.detector import auroc, train_stack
+from zoo.sae_transition_ood.detector import auroc, cached_stack
+from zoo.sae_transition_ood.features import default_cache_dir
 
 TUNING_FILE = Path(__file__).with_name("tuning.json")
 LAYERS = list(range(7))
@@ -25,7 +26,7 @@ GRIDS = {
     "transition": {"k_sae": [16, 32], "top_k": [4, 8, 16], "alpha": [0.01, 0.1, 1.0]},
     "multi_layer_unigram": {"top_k": [4, 8, 16], "alpha": [0.01, 0.1, 1.0]},  # the transition arm's SAEs
     "single_layer": {"layer": LAYERS, "top_k": [4, 8, 16]},  # SAEs and alpha: the transition arm's
-    "raw_transition": {"top_k": [4, 8, 16, 32, 64, 128], "alpha": [0.01, 0.1, 1.0]},
+    "raw_transition": {"top_k": [4, 8, 16, 32], "alpha": [0.01, 0.1, 1.0]},  # of 384 units; K^2 pairs per token
     "mahalanobis": {"layer": LAYERS, "pool": ["mean", "max"], "normalise": [False, True]},
     "knn": {"layer": LAYERS, "k": [1, 10, 50]},
     "energy": {"layer": LAYERS, "C": [0.01, 0.1, 1.0]},
@@ -54,9 +55,10 @@ def tune_setting(features, id_domain: str, train_args: dict) -> dict:
     record: dict = {arm: {"trials": []} for arm in GRIDS}
     scorers = {}
     for k_sae in GRIDS["transition"]["k_sae"]:
-        stack, quality = train_stack(train_tokens, k_sae=k_sae, seed=0, **train_args)
+        key = f"{id_domain}/train"
+        stack, quality = cached_stack(train_tokens, key, default_cache_dir(), k_sae=k_sae, seed=0, **train_args)
         record.setdefault("sae_quality", {})[str(k_sae)] = quality
-        scorers[k_sae] = A.SAEScorer(features, stack, id_domain, groups, 16, 128)
+        scorers[k_sae] = A.SAEScorer(features, stack, id_domain, groups, 16, 32)
     for params in _grid("transition"):
         value = _val_auroc(scorers[params["k_sae"]].transition(params["top_k"], params["alpha"]), id_domain)
         record["transition"]["trials"].append({**params, "auroc": value})
