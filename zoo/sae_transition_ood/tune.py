@@ -101,8 +101,10 @@ def main(argv: list[str] | None = None) -> None:
     from zoo.sae_transition_ood.features import build_features
 
     parser = argparse.ArgumentParser(description="validation-only tuning of sae_transition_ood's arms")
-    parser.add_argument("domains", nargs="*", default=list(D.ID_DOMAINS), choices=D.ID_DOMAINS)
+    parser.add_argument("domains", nargs="*", help=f"ID settings (default: {' '.join(D.ID_DOMAINS)})")
+    parser.add_argument("--force", action="store_true", help="re-tune settings already in tuning.json")
     args = parser.parse_args(argv)
+    args.domains = [D.check_domain(d, D.ID_DOMAINS) for d in args.domains] or list(D.ID_DOMAINS)
     torch.set_num_threads(2)
     features = build_features()
     train_args = recipe_train_args()
@@ -113,6 +115,9 @@ def main(argv: list[str] | None = None) -> None:
     result.setdefault("settings", {})
     result.setdefault("seconds", {})
     for id_domain in args.domains:
+        if id_domain in result["settings"] and not args.force:
+            print(f"{id_domain}: already tuned (pass --force to redo)", flush=True)
+            continue
         started = time.perf_counter()
         print(f"tuning {id_domain}", flush=True)
         result["settings"][id_domain] = tune_setting(features, id_domain, train_args)
