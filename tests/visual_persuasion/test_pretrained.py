@@ -56,3 +56,17 @@ def test_bad_datamodule_arguments_are_rejected():
         PersuasionDataModule(num_items=40)
     with pytest.raises(ValueError, match="num_train_edits"):
         PersuasionDataModule(num_train_edits=2)
+
+
+def test_the_module_refuses_ddp_in_one_line():
+    from types import SimpleNamespace
+
+    from lightning.pytorch.strategies import DDPStrategy
+
+    from zoo._distributed import DistributedRefusedError
+    from zoo.visual_persuasion.module import VisualPersuasionModule
+
+    module = VisualPersuasionModule()
+    module._trainer = SimpleNamespace(world_size=2, strategy=DDPStrategy())
+    with pytest.raises(DistributedRefusedError, match="closed-form"):
+        module.setup("fit")
