@@ -205,6 +205,15 @@ class RenyiOODModule(PretrainedMixin, pl.LightningModule):
 
     # ------------------------------------------------------------------------------------------- fitting
 
+    def setup(self, stage: str) -> None:
+        from zoo._distributed import refuse_distributed
+
+        reason = (
+            "the detector is fitted in closed form from one batch and each OOD set is scored whole (AUROC needs "
+            "every score), so there is nothing to split across processes"
+        )
+        refuse_distributed(self, reason, stage, stages=("fit", "validate", "test"))
+
     def training_step(self, batch: dict, batch_idx: int) -> None:
         from zoo.renyi_neglabel_ood.mining import mine_bank
         from zoo.renyi_neglabel_ood.pipeline import fit_bridge, tune_config
