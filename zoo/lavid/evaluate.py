@@ -295,6 +295,6 @@ def plot(result: dict, axes) -> None:
         values = [result["arms"][arm].get(m, np.nan) for m in metrics]
         errors = [result["arms"][arm].get(m + "_std", 0.0) for m in metrics]
         ax.bar(np.arange(len(metrics)) + i * width, values, width, yerr=errors, label=arm, capsize=2)
-    ax.set_xticks(np.arange(len(metrics)) + 0.4 - width / 2, metrics)
-    ax.set(ylabel="accuracy (mean ± std over seeds)", xlabel="metric", ylim=(0.4, 1.0))
+    ax.set_xticks(np.arange(len(metrics)) + 0.4 - width / 2, metrics, fontsize=7)
+    ax.set(ylabel="accuracy (mean ± std over seeds)", xlabel="metric", ylim=(0.0, 1.0))
     ax.legend(fontsize=6, ncol=4)
