@@ -230,6 +230,10 @@ def _checkpoint(run, exposure: float | None = None):
     key = ("checkpoint", exposure)
     if key not in run.cache:
         overrides = [] if exposure is None else [f"--data.init_args.exposure={exposure}"]
+        if not run.uses_published(PROTOCOL.method, overrides):
+            # The recipe's validation ensembles only log; they draw from their own generators, so skipping
+            # them leaves the trained weights unchanged and saves time.
+            overrides.append("--trainer.limit_val_batches=0")
         run.cache[key] = run.load(PROTOCOL.method, overrides=overrides).eval()
     return run.cache[key]
 
