@@ -7,7 +7,8 @@ reconstruction choice is documented in :mod:`zoo.sae_transition_ood.module`. Thi
 from zoo._registry import PaperRef, PretrainedCfg, register_model
 
 PAPER = PaperRef(
-    title="Detecting Out-of-Domain Inputs from Sparse Autoencoder Layer Transitions",
+    # The project's spec names the paper only by topic and arXiv id (it was not read here): no title is invented.
+    title="OOD detection from SAE layer transitions (arXiv 2605.11920)",
     arxiv="2605.11920",
     authors=(),
 )

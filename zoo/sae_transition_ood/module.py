@@ -1,7 +1,8 @@
 """SAE layer transitions for OOD detection as a LightningModule.
 
-Paper: *Detecting out-of-domain inputs from SAE layer transitions* (arXiv 2605.11920, ICML 2026). No code was
-found and only the spec's extraction of the paper was read; every choice marked (R) below is reconstructed.
+Paper: OOD detection from SAE layer transitions, arXiv 2605.11920 (ICML 2026; cited by topic and id as the
+project's spec does: the paper itself was not read). No code was found; only the spec's extraction of the paper
+was available, and every choice marked (R) below is reconstructed.
 
 The method. A language model's hidden states ``h_l`` (l = 0..L) of each token are encoded by one sparse
 autoencoder per layer; the token's top-K active features at layer l form the set ``A_l``. A first-order Markov
