@@ -7,10 +7,10 @@ reconstruction choice is documented in :mod:`zoo.sae_transition_ood.module`. Thi
 from zoo._registry import PaperRef, PretrainedCfg, register_model
 
 PAPER = PaperRef(
-    # The project's spec names the paper only by topic and arXiv id (it was not read here): no title is invented.
-    title="OOD detection from SAE layer transitions (arXiv 2605.11920)",
+    # Title and authors as in the project's CITATION.cff (the paper itself was not read here).
+    title="Domain Restriction via Multi SAE Layer Transitions",
     arxiv="2605.11920",
-    authors=(),
+    authors=("Elias Shaheen", "Avi Mendelson"),
 )
 
 INPUT_FORMAT = (

@@ -1,8 +1,8 @@
 """SAE layer transitions for OOD detection as a LightningModule.
 
-Paper: OOD detection from SAE layer transitions, arXiv 2605.11920 (ICML 2026; cited by topic and id as the
-project's spec does: the paper itself was not read). No code was found; only the spec's extraction of the paper
-was available, and every choice marked (R) below is reconstructed.
+Paper: E. Shaheen and A. Mendelson, *Domain Restriction via Multi SAE Layer Transitions*, ICML 2026,
+arXiv:2605.11920 (title and authors from the project's CITATION.cff; the paper itself was not read). No code
+was found; only the spec's extraction of the paper was available, and every choice marked (R) is reconstructed.
 
 The method. A language model's hidden states ``h_l`` (l = 0..L) of each token are encoded by one sparse
 autoencoder per layer; the token's top-K active features at layer l form the set ``A_l``. A first-order Markov
