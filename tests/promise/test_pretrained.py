@@ -53,7 +53,9 @@ def test_checkpoint_reproduces_its_cards_debiased_success(published, card):
     seed0 = card["per_seed"]["ddpm_debiased"]["0"]
     decoding = {"guidance": seed0["guidance"], "temperature": seed0["temperature"]}
     scores = score_pretrained(published, decoding=decoding)
-    assert scores["multistate_success"] == pytest.approx(card["arms"]["ddpm_debiased"]["multistate_success"], abs=0.1)
+    # Inclusive 0.1 (measured: seed 0 gives 0.45 against the 3-seed mean 0.55, exactly at the tolerance).
+    mean = card["arms"]["ddpm_debiased"]["multistate_success"]
+    assert scores["multistate_success"] == pytest.approx(mean, abs=0.1 + 1e-9)
     # Same weights, same noise: seed 0's own run, up to one ensemble of 20 flipping on float summation order.
     assert scores["multistate_success"] == pytest.approx(seed0["multistate_success"], abs=0.051)
 
