@@ -42,8 +42,10 @@ def test_checkpoint_reproduces_card_auroc(detector):
     from zoo.sae_transition_ood.evaluate import score_pretrained
 
     metrics = json.loads((get_entry(NAME).mirror_dir / "metrics.json").read_text())
-    expected = metrics["per_seed"]["transition"]["0"]["auroc_docstrings_vs_pyref"]  # this checkpoint is seed 0
-    measured = score_pretrained(detector, limit=200, ood="pyref")["auroc_docstrings_vs_pyref"]
+    # this checkpoint is seed 0; docstrings vs pyref sits near 0.5, where 200 texts per side are too few (0.440
+    # there vs 0.418 on 1,000): the check uses docstrings vs wikipedia
+    expected = metrics["per_seed"]["transition"]["0"]["auroc_docstrings_vs_wikipedia"]
+    measured = score_pretrained(detector, limit=200, ood="wikipedia")["auroc_docstrings_vs_wikipedia"]
     assert measured == pytest.approx(expected, abs=0.02)
 
 
