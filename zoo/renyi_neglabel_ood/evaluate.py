@@ -362,7 +362,7 @@ def plot(result: dict, axes) -> None:
 
 
 def score_pretrained(module, limit: int | None = None) -> dict[str, float]:
-    """Tier 2 far-OOD AUROC of a loaded detector (its own bridge, bank and settings) on the first ``limit`` images."""
+    """Tier 2 far-OOD AUROC of a loaded detector (its own bridge, bank and settings) on ``limit`` images per set."""
     from zoo.renyi_neglabel_ood import sources
 
     id_scores = module.score_features(sources.features_of("fmnist_test", limit))

@@ -225,14 +225,24 @@ def image_features(refresh: bool = False) -> dict[str, np.ndarray]:
 
 
 def features_of(name: str, limit: int | None = None) -> np.ndarray:
-    """Features of the first ``limit`` images of a set: from the cache when it exists, else computed for the slice."""
+    """Features of ``limit`` images of a set spread evenly over it (all when None): from the cache when it
+    exists, else computed for those images only. Evenly spread, not the first ones: the sets are stored in
+    class blocks, and a class-skewed slice moves an AUROC by several points."""
     path = cache_dir() / f"images-{CACHE_VERSION}.npz"
     if path.is_file():
         with np.load(path) as data:
-            return data[name][:limit]
+            return data[name][_spread(len(data[name]), limit)]
     from zoo.common.efficientnet import features
 
-    return features(image_set(name)[:limit], size=64)
+    images = image_set(name)
+    return features(images[_spread(len(images), limit)], size=64)
+
+
+def _spread(n: int, limit: int | None) -> np.ndarray:
+    """``limit`` indices spread evenly over ``range(n)`` (all of them when ``limit`` is None or >= n)."""
+    if limit is None or limit >= n:
+        return np.arange(n)
+    return np.linspace(0, n - 1, limit).round().astype(int)
 
 
 # -------------------------------------------------------------------------------------------------- text
