@@ -6,7 +6,7 @@ torch/numpy), ``zoo.fedgr.module`` / ``zoo.fedgr.data`` (Lightning) and ``zoo.fe
 """
 
 from zoo._registry import PaperRef, PretrainedCfg, register_model
-from zoo.common.labels import FASHION_MNIST_CLASSES
+from zoo.common.labels import FASHION_MNIST_INPUT
 
 PAPER = PaperRef(
     title="Learning Locally, Revising Globally: Global Reviser for Federated Learning with Noisy Labels",
@@ -111,13 +111,7 @@ _ENTRIES = {
 }
 
 # What the weights take (config.json["pretrained_cfg"]; FedGRModule.transform/predict apply it).
-INPUT = {
-    "input_format": "Fashion-MNIST-like grey images: uint8 pixels 0-255 or floats in [0, 1] (the network "
-    "normalises with mean 0.2860, std 0.3530 inside forward)",
-    "input_size": (1, 28, 28),
-    "value_range": (0.0, 1.0),
-    "label_names": FASHION_MNIST_CLASSES,
-}
+INPUT = dict(FASHION_MNIST_INPUT)
 
 for _tag, _entry in _ENTRIES.items():
     _name = f"fedgr.{_tag}"

@@ -39,7 +39,7 @@ Deviations and reconstruction choices (the spec's (R) items included):
 """
 
 from zoo._registry import PaperRef, PretrainedCfg, register_model
-from zoo.common.labels import FASHION_MNIST_CLASSES
+from zoo.common.labels import FASHION_MNIST_INPUT
 
 PAPER = PaperRef(
     title="Large Language Model Teaches Visual Students: Cross-Modality Transfer of Fine-Grained Conceptual Knowledge",
@@ -48,13 +48,7 @@ PAPER = PaperRef(
     code="https://github.com/lliangthomas/lavid",
 )
 
-INPUT = {
-    "input_format": "Fashion-MNIST-like grey images: uint8 pixels 0-255 or floats in [0, 1] (the network "
-    "normalises with mean 0.2860, std 0.3530 inside forward)",
-    "input_size": (1, 28, 28),
-    "value_range": (0.0, 1.0),
-    "label_names": FASHION_MNIST_CLASSES,
-}
+INPUT = dict(FASHION_MNIST_INPUT)
 
 # sha256 pins from `zoo pin NAME`.
 _PINS: dict[str, dict[str, str]] = {
