@@ -21,7 +21,11 @@ def _tiny_dataset(pairs: int = 3, n: int = 30, d: int = 8) -> SocratesMini:
         y = (np.arange(n) % 3 == 0).astype(np.int8)  # a third hallucinated
         anchor, shift = rng.normal(size=d), rng.normal(size=d)
         x = anchor + y[:, None] * shift + np.where(y[:, None] == 1, 0.5, 0.1) * rng.normal(size=(n, d))
-        responses += [fact.answer(0) if label == 0 else f"The capital of {fact.country} is Atlantis." for label in y]
+        fake = ("Atlantis", "Lemuria", "Avalon", "Camelot", "Utopia")  # several phrasings and values per class,
+        responses += [  # so that the answer-grouped folds have both classes in every part
+            fact.answer(k % 4) if label == 0 else f"The capital of {fact.country} is {fake[k % 5]}."
+            for k, label in enumerate(y)
+        ]
         labels.append(y)
         embeddings.append(x / np.linalg.norm(x, axis=1, keepdims=True))
     meta = [{"model": "aporia.gen_gpt2_s", "fact": f.key} for f in facts]
@@ -51,7 +55,7 @@ def test_set_labels_and_budgets_change_what_is_measured(tiny_run):
     scores = evaluate.measure("aporia_lp", run)
     assert {"f1_at_10_labels", "f1_at_16_labels", "tightness_p_value"} <= set(scores)
     assert scores["f1_at_16_labels"] > 0.8  # a clear toy pair
-    # the majority vote needs no labels and reads the parsed answers: "Atlantis" is never the majority
+    # the majority vote needs no labels and reads the parsed answers: a made-up city is never the majority
     assert evaluate.measure("reference_majority_vote", run)["f1_at_16_labels"] == pytest.approx(1.0)
     assert evaluate.measure("semantic_entropy", run)["tuning_trials"] == len(evaluate.GRIDS["semantic_entropy"])
     assert evaluate.measure("logreg", run)["tuning_trials"] == 5  # the same budget as APORIA-LP's lambda
@@ -59,6 +63,19 @@ def test_set_labels_and_budgets_change_what_is_measured(tiny_run):
     for arm, grid in evaluate.GRIDS.items():
         assert set(run.extras["tuned"][arm]["chosen_per_fold"]) <= set(grid)
     assert len(run.extras["tuned"]["logreg"]["chosen_per_fold"]) == run.settings["folds"]
+
+
+def test_each_seed_evaluates_its_own_dataset_unless_one_is_fixed(monkeypatch):
+    monkeypatch.setitem(evaluate._DATA, (None, 0), (_tiny_dataset(3), {}, {}))
+    monkeypatch.setitem(evaluate._DATA, (None, 1), (_tiny_dataset(2), {}, {}))
+    quick = {"workers": 1, "permutations": 20, "bootstrap": 50, "budgets": [10], "labels": 10}
+    for seed, fixed, pairs in [(0, -1, 3), (1, -1, 2), (1, 0, 3)]:
+        run = Run(
+            {}, evaluate.PROTOCOL, seed=seed, settings=evaluate.PROTOCOL.resolve({**quick, "dataset_seed": fixed})
+        )
+        evaluate.measure("aporia_lp", run)
+        assert (run.extras["pairs_evaluated"], run.extras["dataset_seed"]) == (pairs, seed if fixed < 0 else fixed)
+    assert evaluate.PROTOCOL.resolve({})["grouped"] is True  # answer-grouped folds by default
 
 
 def test_set_folds_changes_the_folds(tiny_run):

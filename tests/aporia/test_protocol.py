@@ -9,9 +9,11 @@ from zoo.aporia.protocol import (
     SUPERVISED_ARMS,
     ProtocolConfig,
     _supervised_predictions,
+    answer_groups,
     balanced_labels,
     evaluate_pair,
     f1_hallucinated,
+    grouped_folds,
     knn_predict,
     logistic_regression,
     majority_vote_predict,
@@ -41,6 +43,42 @@ def test_folds_are_stratified_and_partition_the_pair():
     assert sorted(tests) == list(range(len(y)))
     for train, test in folds:
         assert len(test) == 20 and y[test].sum() == 6 and not set(train) & set(test)
+
+
+def _texts(y: np.ndarray, seed: int = 0) -> list[str]:
+    """Answer strings with repeats: 6 genuine phrasings, 12 hallucinated ones."""
+    rng = np.random.default_rng(seed)
+    return [f"genuine {rng.integers(6)}" if label == 0 else f"wrong {rng.integers(12)}" for label in y]
+
+
+def test_grouped_folds_keep_every_answer_string_in_one_test_part():
+    _, y = _pair()
+    texts = _texts(y)
+    folds = grouped_folds(y, texts, 5, seed=3)
+    assert sorted(np.concatenate([test for _, test in folds])) == list(range(len(y)))
+    for train, test in folds:
+        assert not {texts[i] for i in train} & {texts[i] for i in test}  # no test answer has a labelled twin
+        assert y[test].sum() > 0 and (y[test] == 0).sum() > 0  # the greedy balance spreads both classes
+    again = grouped_folds(y, texts, 5, seed=3)
+    assert all(np.array_equal(a[1], b[1]) for a, b in zip(folds, again))  # deterministic per seed
+    assert answer_groups(["Lima is it.", " lima  IS it", "Lima is it!"]) == ["lima is it"] * 3
+    with pytest.raises(ValueError, match="group keys"):
+        grouped_folds(y, texts[:-1], 5, seed=0)
+
+
+def test_grouped_folds_without_an_f1_are_nan_and_the_rest_score():
+    x, y = _pair(seed=2, n=40, n_h=10)
+    two = ["right"] * 30 + ["wrong"] * 10  # two strings: a part holds all of a class, so no fold has an F1
+    assert sum(len(test) == 0 for _, test in grouped_folds(y, two, 5, seed=0)) == 3
+    config = ProtocolConfig(budgets=(10,), draws=1)
+    arms = ["aporia_lp", "logreg", "self_consistency", "reference_majority_vote"]
+    f1 = evaluate_pair(x, y, config, 0, arms=arms, answers=two, groups=two)
+    assert all(np.isnan(f1[arm]).all() for arm in arms)
+    texts = _texts(y, seed=1)
+    f1 = evaluate_pair(x, y, config, 0, arms=arms, answers=texts, groups=texts)
+    assert np.nanmean(f1["aporia_lp"]) > 0.8 and not np.isnan(f1["aporia_lp"]).all()
+    tuned = tune_pair(x, y, config, 0, {"logreg": (10.0, 1000.0), "self_consistency": (0.9,)}, 10, 1, groups=texts)
+    assert tuned["logreg"].shape == (5, 2) and np.isfinite(tuned["logreg"]).any()
 
 
 def test_label_draws_are_balanced_nested_and_capped():

@@ -1,5 +1,9 @@
 """Build the shipped SOCRATES-mini artifact: ``python -m zoo.aporia.build [--seeds 0 1 2] [--out FILE]``.
 
+``--merge FILE ...`` adds the datasets of earlier artifacts (bit for bit) to those built now, so seeds can be
+built in separate runs: ``--seeds 1 --out a.npz``, ``--seeds 2 --out b.npz``, then
+``--seeds --merge socrates_mini.npz a.npz b.npz``.
+
 The pipeline: load the published generator LMs (sha256-verified), sample, label and embed one dataset per
 seed (:func:`zoo.aporia.dataset.build_socrates_mini`), write them into one ``.npz``
 (:func:`zoo.aporia.dataset.save_artifact`) and print its sha256 with per-generator statistics. By default it
@@ -20,6 +24,7 @@ from zoo.aporia.dataset import (
     SocratesConfig,
     artifact_path,
     build_socrates_mini,
+    load_artifact,
     load_generators,
     save_artifact,
 )
@@ -27,7 +32,8 @@ from zoo.aporia.dataset import (
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m zoo.aporia.build", description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(PUBLISHED_SEEDS), help="dataset seeds")
+    parser.add_argument("--seeds", type=int, nargs="*", default=list(PUBLISHED_SEEDS), help="dataset seeds to build")
+    parser.add_argument("--merge", nargs="+", default=[], metavar="FILE", help="also keep these artifacts' datasets")
     parser.add_argument("--out", default=None, help="output .npz (default: the detector's mirror folder)")
     parser.add_argument("--prompts-per-model", type=int, default=None, help="pairs per generator (default 60)")
     parser.add_argument("--candidates-per-model", type=int, default=None, help="facts probed per generator")
@@ -41,6 +47,16 @@ def main(argv: list[str] | None = None) -> int:
         config = replace(config, prompts_per_model=args.prompts_per_model)
     if args.candidates_per_model:
         config = replace(config, candidates_per_model=args.candidates_per_model)
+    kept = {}
+    for path in args.merge:
+        for seed, dataset in load_artifact(path, renormalise=False).items():
+            if seed in kept or seed in args.seeds:
+                parser.error(f"dataset seed {seed} comes twice (--merge {path})")
+            kept[seed] = dataset
+    if not args.seeds:
+        digest = save_artifact(_first_wins(kept), args.out or artifact_path())
+        print(json.dumps({"artifact": str(args.out or artifact_path()), "sha256": digest, "seeds": sorted(kept)}))
+        return 0
     folders = dict(item.split("=", 1) for item in args.generator)
     unknown = sorted(set(folders) - set(config.generators))
     if unknown:
@@ -53,9 +69,15 @@ def main(argv: list[str] | None = None) -> int:
         datasets[seed] = build_socrates_mini(replace(config, seed=seed), generators)
         print(json.dumps({"seed": seed, "pairs": len(datasets[seed]), "models": datasets[seed].models}, indent=1))
     out = args.out or artifact_path()
-    digest = save_artifact(datasets, out)
+    digest = save_artifact(datasets | _first_wins(kept), out)
     print(json.dumps({"artifact": str(out), "sha256": digest, "build_s": round(time.perf_counter() - started, 1)}))
     return 0
+
+
+def _first_wins(kept: dict) -> dict:
+    """The merged datasets in reverse order: a text shared by several keeps the embedding of the first listed
+    (save_artifact stores one vector per distinct text, the last written), so the first file stays bit for bit."""
+    return dict(reversed(list(kept.items())))
 
 
 if __name__ == "__main__":

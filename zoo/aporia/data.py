@@ -96,8 +96,11 @@ class SocratesMiniDataModule(pl.LightningDataModule):
         probe_samples: Answers per fact in the screening probe.
         candidates_per_model: Facts probed per generator at most.
         label_budget: Labels per pair for the fit.
-        splits: Stratified folds of the protocol.
-        split: The fold whose training part provides the labels.
+        splits: Folds of the protocol.
+        split: The fold whose training part provides the labels (a pair whose fold ``split`` has no F1 in the
+            protocol, :func:`zoo.aporia.protocol.evaluable`, takes its next fold that has one).
+        grouped: Answer-grouped folds, as ``zoo eval aporia`` (no held-out answer is a copy of a labelled one);
+            False = stratified folds.
         draws: Label draws per fold in the protocol (to reproduce its draw 0 of fold ``split``).
         seed: Seed of the dataset and of the folds/draws.
         cache_dir: Cache root; ``"default"`` = ``$ZOO_CACHE_DIR/aporia`` (``~/.cache/icml26-zoo/aporia``),
@@ -120,6 +123,7 @@ class SocratesMiniDataModule(pl.LightningDataModule):
         draws: int = 2,
         seed: int = 0,
         cache_dir: str | None = "default",
+        grouped: bool = True,
     ) -> None:
         super().__init__()
         if not 0 <= split < splits:
@@ -152,7 +156,7 @@ class SocratesMiniDataModule(pl.LightningDataModule):
         if self.dataset is not None:
             return
         from zoo.aporia.dataset import socrates_mini
-        from zoo.aporia.protocol import balanced_labels, stratified_folds
+        from zoo.aporia.protocol import answer_groups, balanced_labels, evaluable, folds_of
 
         h = self.hparams
         if h.published:
@@ -168,8 +172,11 @@ class SocratesMiniDataModule(pl.LightningDataModule):
             x, y = self.dataset.pair_arrays(index)
             y = y.astype(np.int64)
             rng = np.random.default_rng(pair_seed(h.seed, index))
-            for fold, (train, test) in enumerate(stratified_folds(y, h.splits, seed=pair_seed(h.seed, index))):
-                if fold == h.split:
+            groups = answer_groups(self.dataset.pair_responses(index)) if h.grouped else None
+            for fold, (train, test) in enumerate(folds_of(y, h.splits, pair_seed(h.seed, index), groups)):
+                if not evaluable(y, train, test):  # the protocol draws no labels there either
+                    continue
+                if fold >= h.split:
                     labelled = train[balanced_labels(y[train], [h.label_budget], rng)[0]]
                     self.fits.append({"pair": index, "x": x[labelled], "y": y[labelled]})
                     self.heldout.append({"pair": index, "x": x[test], "y": y[test], "rows": test})

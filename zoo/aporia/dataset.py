@@ -337,12 +337,14 @@ def save_artifact(datasets: dict[int, SocratesMini], path: str | Path) -> str:
     return sha256_file(path)
 
 
-def load_artifact(path: str | Path, sha256: str | None = None) -> dict[int, SocratesMini]:
+def load_artifact(path: str | Path, sha256: str | None = None, renormalise: bool = True) -> dict[int, SocratesMini]:
     """Datasets by seed from :func:`save_artifact`'s file, after checking its sha256.
 
     Args:
         path: The ``.npz`` file.
         sha256: Expected digest (None skips the check; :func:`published` always passes the registry pin).
+        renormalise: Rescale the float16 embeddings to unit length (False keeps the stored values exactly, so
+            :func:`save_artifact` writes them back bit for bit: ``build --merge``).
 
     Raises:
         ZooError: If the file is missing or its digest differs from ``sha256``.
@@ -360,7 +362,8 @@ def load_artifact(path: str | Path, sha256: str | None = None) -> dict[int, Socr
         if meta.get("format") != FORMAT_VERSION:
             raise ZooError(f"{path} has format {meta.get('format')}, this code reads {FORMAT_VERSION}; rebuild it")
         texts, vectors = arrays["texts"], arrays["embeddings"].astype(np.float32)
-        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)  # undo float16 rounding
+        if renormalise:
+            vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)  # undo float16 rounding
         datasets = {}
         for seed, info in meta["seeds"].items():
             rows = arrays[f"text_{seed}"]

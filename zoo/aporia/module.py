@@ -26,11 +26,13 @@ Deviations and reconstructed choices (R):
   >= 6 answers of each class; pairs are found by a 12-sample probe before the full sampling (R). The labelling
   rule is in ``facts.py``; the build pipeline in ``build.py``; the dataset ships as a sha256-pinned artifact.
 * Unit of analysis and protocol (R): F1 (hallucinated positive) per pair on the held-out fold of 5
-  stratified folds, 10 label draws per fold, nested class-balanced budgets (a class short of L/2 training
-  answers is topped up by the other), averaged over pairs, folds and draws.
+  answer-grouped folds (every copy of an answer string in one test part, so no test answer is a verbatim
+  copy of a labelled one; issue 18, ``zoo.aporia.protocol.grouped_folds``; the spec's stratified folds with
+  ``--set grouped=false``), label draws per fold, nested class-balanced budgets (a class short of L/2
+  training answers is topped up by the other), averaged over pairs, folds and draws.
 * Propagation (R): besides the single-pass rule, ``AporiaLP(self_training_rounds=3)`` adds the 5 most
   confident unlabelled training answers per predicted class and round and refits v and the references.
-* The published detector holds one fit per pair (split 0, draw 0, 40 labels) plus the held-out answers
+* The published detector holds one fit per pair (grouped split 0, draw 0, 40 labels) plus the held-out answers
   of each pair for the golden check; ``classify`` serves new answers to those prompts, and ``AporiaLP``
   fits new prompts from your own labels. A detector that transfers to unseen prompts is not claimed.
 """
@@ -209,7 +211,7 @@ class AporiaDetector(PretrainedMixin, pl.LightningModule):
     Each pair holds its Fisher direction ``v`` (``directions``), the projections of its labelled
     responses with their labels (the LP reference sets), and the mean labelled embedding (used to
     route responses to a pair when no prompt is given). "Training" is the closed-form fit of every
-    pair on its class-balanced labelled draw (split 0, draw 0 of the evaluation protocol); there is
+    pair on its class-balanced labelled draw (answer-grouped split 0, draw 0 of the evaluation protocol); there is
     no gradient step.
 
     Args:

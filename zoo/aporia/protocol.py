@@ -4,10 +4,21 @@ For every (model, prompt) pair: 5 stratified folds (20% test each); in each fold
 draws; for each draw nested class-balanced label budgets. Every arm sees exactly the same labelled
 points and is scored on the same test points by F1 with hallucinated as the positive class. Test
 labels are used only for scoring.
+
+Answer-grouped folds (``groups=`` the answer strings; ``zoo eval aporia``'s default since issue 18): every
+copy of one answer string lies in one test part (:func:`grouped_folds`), so no test answer is a verbatim
+copy of a labelled one. With the stratified folds 40 labels cover the whole training part of a 50-answer
+pair, and a test answer usually has a labelled twin: a per-pair classifier then only looks its string up
+(tuned logistic regression 0.99 F1). Grouped, a test answer is a phrasing or a value the labels never
+showed, which is the detection task (a verbatim repeat of an annotated answer needs no detector). A fold
+whose test part has no hallucinated answer, or whose training part lacks a class, has no F1 (NaN, left
+out of the means); label-free arms see all the pair's answers (no labels: nothing leaks) and are scored on
+the same test parts.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -78,6 +89,61 @@ def stratified_folds(labels: np.ndarray, splits: int, seed: int) -> list[tuple[n
 
     folds = StratifiedKFold(n_splits=splits, shuffle=True, random_state=seed)
     return list(folds.split(np.zeros(len(labels)), labels))
+
+
+def grouped_folds(labels: np.ndarray, groups: Sequence, splits: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``splits`` (train, test) index pairs whose test parts partition the responses, each group in one test part.
+
+    Groups (equal answer strings) go, largest first (ties in a seeded random order), to the part whose
+    worst class share would stay lowest (ties: the smaller part, then at random), like sklearn's
+    ``StratifiedGroupKFold``, but deterministic for any number of groups. With fewer groups than ``splits`` some test
+    parts are empty.
+
+    Args:
+        labels: ``(n,)`` labels.
+        groups: ``(n,)`` group keys (any hashable: the answer texts).
+        splits: Number of parts.
+        seed: Seed of the tie-breaking.
+    """
+    labels = np.asarray(labels).astype(np.int64)
+    if len(groups) != len(labels):
+        raise ValueError(f"{len(groups)} group keys for {len(labels)} labels")
+    _, group = np.unique(np.asarray(groups, dtype=object).astype(str), return_inverse=True)
+    counts = np.zeros((group.max() + 1 if len(group) else 0, 2))
+    np.add.at(counts, (group, labels), 1)
+    total = np.maximum(counts.sum(0), 1)
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(counts))
+    order = order[np.argsort(-counts[order].sum(1), kind="stable")]
+    parts, where = np.zeros((splits, 2)), np.zeros(len(counts), dtype=np.int64)
+    size = len(labels) or 1
+    for g in order:
+        worst = ((parts + counts[g]) / total).max(1)  # then the smaller part, then at random
+        where[g] = int(np.argmin(worst + 1e-3 * parts.sum(1) / size + 1e-9 * rng.random(splits)))
+        parts[where[g]] += counts[g]
+    index = np.arange(len(labels))
+    return [(index[where[group] != f], index[where[group] == f]) for f in range(splits)]
+
+
+def answer_groups(texts: Sequence[str]) -> list[str]:
+    """Group keys of answer texts for :func:`grouped_folds`: case-folded, whitespace-collapsed, without the final
+    punctuation (two answers that differ only there are the same answer to an annotator and to MiniLM)."""
+    return [" ".join(str(t).casefold().split()).rstrip(" .!?") for t in texts]
+
+
+def folds_of(
+    labels: np.ndarray, splits: int, seed: int, groups: Sequence | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:func:`grouped_folds` when ``groups`` is given, else :func:`stratified_folds`."""
+    if groups is None:
+        return stratified_folds(labels, splits, seed)
+    return grouped_folds(labels, groups, splits, seed)
+
+
+def evaluable(labels: np.ndarray, train: np.ndarray, test: np.ndarray) -> bool:
+    """A fold has an F1 iff its test part holds a hallucinated answer and its training part both classes."""
+    labels = np.asarray(labels)
+    return bool(labels[test].sum() > 0 and len(np.unique(labels[train])) == 2)
 
 
 def balanced_labels(train_labels: np.ndarray, budgets: Sequence[int], rng: np.random.Generator) -> list[np.ndarray]:
@@ -188,8 +254,9 @@ def evaluate_pair(
     arms: Sequence[str] = ARMS,
     answers: Sequence[str | None] | None = None,
     fold_configs: Sequence[ProtocolConfig] | None = None,
+    groups: Sequence | None = None,
 ) -> dict[str, np.ndarray]:
-    """F1 of every arm on one pair, as ``(splits, draws, budgets)`` arrays.
+    """F1 of every arm on one pair, as ``(splits, draws, budgets)`` arrays (NaN in a fold without an F1).
 
     Args:
         x: ``(n, d)`` response embeddings of the pair.
@@ -200,6 +267,8 @@ def evaluate_pair(
         answers: Parsed answers of the responses (:func:`zoo.aporia.facts.extract_answer`), needed by
             ``reference_majority_vote``.
         fold_configs: Per fold, the settings with the hyperparameters tuned for that fold (default: ``config``).
+        groups: Answer strings: answer-grouped folds (:func:`grouped_folds`; label-free arms then see all the
+            pair's answers); None = stratified folds.
     """
     unknown = sorted(set(arms) - set(ARMS))
     if unknown:
@@ -213,12 +282,18 @@ def evaluate_pair(
     shape = (config.splits, config.draws, len(config.budgets))
     f1 = {arm: np.zeros(shape) for arm in arms}
     rng = np.random.default_rng(pair_seed)
-    for s, (train, test) in enumerate(stratified_folds(y, config.splits, seed=pair_seed)):
+    for s, (train, test) in enumerate(folds_of(y, config.splits, pair_seed, groups)):
         fold_config = fold_configs[s] if fold_configs is not None else config
+        if not evaluable(y, train, test):
+            for scores in f1.values():
+                scores[s] = np.nan
+            continue
         if "self_consistency" in f1:
-            f1["self_consistency"][s] = f1_hallucinated(
-                y[test], self_consistency_predict(x[test], fold_config.consistency_threshold)
-            )
+            if groups is None:
+                flagged = self_consistency_predict(x[test], fold_config.consistency_threshold)
+            else:
+                flagged = self_consistency_predict(x, fold_config.consistency_threshold)[test]
+            f1["self_consistency"][s] = f1_hallucinated(y[test], flagged)
         if majority is not None:
             f1["reference_majority_vote"][s] = f1_hallucinated(y[test], majority[test])
         if "semantic_entropy" in f1:
@@ -273,6 +348,7 @@ def tune_pair(
     budget: int,
     draws: int,
     answers: Sequence[str | None] | None = None,
+    groups: Sequence | None = None,
 ) -> dict[str, np.ndarray]:
     """Validation F1 of each grid value of each tunable arm, per fold of :func:`evaluate_pair`.
 
@@ -290,24 +366,35 @@ def tune_pair(
         budget: Labels per draw.
         draws: Label draws per fold.
         answers: Parsed answers of the pair's responses (needed to tune ``semantic_entropy``).
+        groups: Answer strings: grouped outer and inner folds (the first inner part with an F1 validates);
+            None = stratified.
 
     Returns:
-        By arm, ``(splits, len(grid))`` mean validation F1 over the draws.
+        By arm, ``(splits, len(grid))`` mean validation F1 over the draws (NaN for a fold without an F1).
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y).astype(np.int64)
     scores = {arm: np.zeros((config.splits, len(values))) for arm, values in grids.items()}
     rng = np.random.default_rng([pair_seed, 1])
-    for s, (train, _) in enumerate(stratified_folds(y, config.splits, seed=pair_seed)):
+    for s, (train, test) in enumerate(folds_of(y, config.splits, pair_seed, groups)):
         x_train, y_train = x[train], y[train]
-        inner, validation = stratified_folds(y_train, config.splits, seed=pair_seed + 1)[0]
+        inner_groups = None if groups is None else [groups[i] for i in train]
+        inner_folds = folds_of(y_train, config.splits, pair_seed + 1, inner_groups)
+        usable = [fold for fold in inner_folds if evaluable(y_train, *fold)]
+        if not evaluable(y, train, test) or not usable:
+            for values in scores.values():
+                values[s] = np.nan
+            continue
+        inner, validation = usable[0]
         for _ in range(draws):
             labelled = inner[balanced_labels(y_train[inner], [budget], rng)[0]]
             pool = np.setdiff1d(inner, labelled)
             for arm, values in grids.items():
                 for v, value in enumerate(values):
                     if arm == "self_consistency":
-                        predicted = self_consistency_predict(x_train[validation], value)
+                        on = x_train[validation] if groups is None else x_train  # grouped: the whole part
+                        predicted = self_consistency_predict(on, value)
+                        predicted = predicted if groups is None else predicted[validation]
                     elif arm == "semantic_entropy":
                         if answers is None:
                             raise ValueError("tuning semantic_entropy needs the parsed answers (answers=...)")
@@ -328,8 +415,10 @@ def choose_per_fold(
     Returns:
         The per-fold settings for :func:`evaluate_pair` and a JSON record (choices and mean validation F1).
     """
-    mean = {arm: np.mean([pair[arm] for pair in validation], axis=0) for arm in grids}  # (splits, grid)
-    chosen = {arm: [grids[arm][i] for i in np.argmax(f1, axis=1)] for arm, f1 in mean.items()}
+    with warnings.catch_warnings():  # a fold no pair could validate gives NaN means: its first value is chosen
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = {arm: np.nanmean([pair[arm] for pair in validation], axis=0) for arm in grids}  # (splits, grid)
+    chosen = {arm: [grids[arm][i] for i in np.argmax(np.nan_to_num(f1, nan=-1.0), axis=1)] for arm, f1 in mean.items()}
     folds = [
         replace(config, **{TUNED_FIELD[a]: values[s] for a, values in chosen.items()}) for s in range(config.splits)
     ]
