@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -66,17 +68,22 @@ def test_grouped_folds_keep_every_answer_string_in_one_test_part():
         grouped_folds(y, texts[:-1], 5, seed=0)
 
 
-def test_grouped_folds_without_an_f1_are_nan_and_the_rest_score():
+def test_grouped_folds_give_one_cross_validated_f1_per_pair():
     x, y = _pair(seed=2, n=40, n_h=10)
     two = ["right"] * 30 + ["wrong"] * 10  # two strings: a part holds all of a class, so no fold has an F1
     assert sum(len(test) == 0 for _, test in grouped_folds(y, two, 5, seed=0)) == 3
     config = ProtocolConfig(budgets=(10,), draws=1)
     arms = ["aporia_lp", "logreg", "self_consistency", "reference_majority_vote"]
     f1 = evaluate_pair(x, y, config, 0, arms=arms, answers=two, groups=two)
-    assert all(np.isnan(f1[arm]).all() for arm in arms)
+    assert all(f1[arm].shape == (1, 1, 1) and np.isnan(f1[arm]).all() for arm in arms)
     texts = _texts(y, seed=1)
     f1 = evaluate_pair(x, y, config, 0, arms=arms, answers=texts, groups=texts)
-    assert np.nanmean(f1["aporia_lp"]) > 0.8 and not np.isnan(f1["aporia_lp"]).all()
+    assert f1["aporia_lp"].shape == (1, 1, 1) and f1["aporia_lp"][0, 0, 0] > 0.8  # one F1 over all 40 answers
+    # every answer counts once: flagging every answer scores the pooled F1 of "all hallucinated"
+    everything = evaluate_pair(
+        x, y, replace(config, entropy_threshold=2.0), 0, ["semantic_entropy"], texts, None, texts
+    )
+    assert everything["semantic_entropy"][0, 0, 0] == pytest.approx(f1_hallucinated(y, np.ones_like(y)))
     tuned = tune_pair(x, y, config, 0, {"logreg": (10.0, 1000.0), "self_consistency": (0.9,)}, 10, 1, groups=texts)
     assert tuned["logreg"].shape == (5, 2) and np.isfinite(tuned["logreg"]).any()
 

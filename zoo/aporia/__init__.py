@@ -63,7 +63,7 @@ register_model(
             "config.json": "9aaf7c3a4ec0f9222ab7fabb81ee7ee465dc526b38d701cca91bd3f355ee014b",
             "model.safetensors": "22129a130c0242e34b38f60e967f66a68cee29ea3b3745a45695b96980013175",
             "pairs.json": "6c2aa656ce3c064ebf74e9aa727f632b07f22224a23fc3c322ab02ef46a8cedc",
-            "socrates_mini.npz": "cf37cbe1a77bb1a825ed4bc4628ba6379fa022ea4256936547e20d66bb3f2199",
+            "socrates_mini.npz": "324eee11b57fa83dd6533adf2bb5a60b2312c1b5a8b5f13c52b930de06432f7f",
         },
         task="text-classification",
         input_format=DETECTOR_INPUT,

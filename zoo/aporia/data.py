@@ -98,7 +98,8 @@ class SocratesMiniDataModule(pl.LightningDataModule):
         label_budget: Labels per pair for the fit.
         splits: Folds of the protocol.
         split: The fold whose training part provides the labels (a pair whose fold ``split`` has no F1 in the
-            protocol, :func:`zoo.aporia.protocol.evaluable`, takes its next fold that has one).
+            protocol, :func:`zoo.aporia.protocol.evaluable`, takes its next fold that has one; a pair with no
+            such grouped fold, e.g. a single hallucinated string, takes the stratified folds).
         grouped: Answer-grouped folds, as ``zoo eval aporia`` (no held-out answer is a copy of a labelled one);
             False = stratified folds.
         draws: Label draws per fold in the protocol (to reproduce its draw 0 of fold ``split``).
@@ -171,17 +172,21 @@ class SocratesMiniDataModule(pl.LightningDataModule):
         for index in range(len(self.dataset)):
             x, y = self.dataset.pair_arrays(index)
             y = y.astype(np.int64)
-            rng = np.random.default_rng(pair_seed(h.seed, index))
             groups = answer_groups(self.dataset.pair_responses(index)) if h.grouped else None
-            for fold, (train, test) in enumerate(folds_of(y, h.splits, pair_seed(h.seed, index), groups)):
-                if not evaluable(y, train, test):  # the protocol draws no labels there either
-                    continue
-                if fold >= h.split:
+            folds = folds_of(y, h.splits, pair_seed(h.seed, index), groups)
+            if not any(evaluable(y, *fold) for fold in folds):  # one hallucinated string, say: stratified folds
+                groups, folds = None, folds_of(y, h.splits, pair_seed(h.seed, index))
+            usable = [k for k, fold in enumerate(folds) if evaluable(y, *fold)]
+            chosen = next((k for k in usable if k >= h.split), usable[-1])  # the protocol's fold, or the nearest
+            rng = np.random.default_rng(pair_seed(h.seed, index))
+            for fold in usable:  # the protocol draws labels in evaluable folds only: keep the generator in step
+                train, test = folds[fold]
+                if fold == chosen:
                     labelled = train[balanced_labels(y[train], [h.label_budget], rng)[0]]
                     self.fits.append({"pair": index, "x": x[labelled], "y": y[labelled]})
                     self.heldout.append({"pair": index, "x": x[test], "y": y[test], "rows": test})
                     break
-                for _ in range(h.draws):  # the protocol's label draws of this fold: keep the generator in step
+                for _ in range(h.draws):
                     balanced_labels(y[train], [h.label_budget], rng)
 
     def pair_records(self) -> list[dict]:

@@ -10,10 +10,10 @@ copy of one answer string lies in one test part (:func:`grouped_folds`), so no t
 copy of a labelled one. With the stratified folds 40 labels cover the whole training part of a 50-answer
 pair, and a test answer usually has a labelled twin: a per-pair classifier then only looks its string up
 (tuned logistic regression 0.99 F1). Grouped, a test answer is a phrasing or a value the labels never
-showed, which is the detection task (a verbatim repeat of an annotated answer needs no detector). A fold
-whose test part has no hallucinated answer, or whose training part lacks a class, has no F1 (NaN, left
-out of the means); label-free arms see all the pair's answers (no labels: nothing leaks) and are scored on
-the same test parts.
+showed, which is the detection task (a verbatim repeat of an annotated answer needs no detector). A grouped
+test part can hold genuine answers only (about one in five), so the F1 is cross-validated: each answer is
+predicted by the fold that tests it and the F1 is taken over all the pair's answers (a pair with a training
+part that lacks a class has none). Label-free arms see all the pair's answers (no labels: nothing leaks).
 """
 
 from __future__ import annotations
@@ -256,7 +256,12 @@ def evaluate_pair(
     fold_configs: Sequence[ProtocolConfig] | None = None,
     groups: Sequence | None = None,
 ) -> dict[str, np.ndarray]:
-    """F1 of every arm on one pair, as ``(splits, draws, budgets)`` arrays (NaN in a fold without an F1).
+    """F1 of every arm on one pair, as ``(splits, draws, budgets)`` arrays.
+
+    Stratified folds: one F1 per fold. Answer-grouped folds (``groups``): a test part may hold no hallucinated
+    answer, so the F1 is cross-validated instead: every answer is predicted once, by the fold that tests it,
+    and one F1 per draw and budget is taken over all the pair's answers, shape ``(1, draws, budgets)`` (all NaN
+    when a training part lacks a class: nothing can be fitted there).
 
     Args:
         x: ``(n, d)`` response embeddings of the pair.
@@ -279,33 +284,45 @@ def evaluate_pair(
     majority = majority_vote_predict(answers) if "reference_majority_vote" in arms else None
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y).astype(np.int64)
-    shape = (config.splits, config.draws, len(config.budgets))
-    f1 = {arm: np.zeros(shape) for arm in arms}
+    folds, pooled = folds_of(y, config.splits, pair_seed, groups), groups is not None
+    if pooled and not all(len(np.unique(y[train])) == 2 for train, test in folds if len(test)):
+        # a training part without one class (a single hallucinated string, say): nothing can be fitted on it
+        return {arm: np.full((1, config.draws, len(config.budgets)), np.nan) for arm in arms}
+    f1 = {arm: np.zeros((config.splits, config.draws, len(config.budgets))) for arm in arms}
+    every = {arm: np.zeros((config.draws, len(config.budgets), len(y)), dtype=np.int64) for arm in arms}
     rng = np.random.default_rng(pair_seed)
-    for s, (train, test) in enumerate(folds_of(y, config.splits, pair_seed, groups)):
+    for s, (train, test) in enumerate(folds):
         fold_config = fold_configs[s] if fold_configs is not None else config
-        if not evaluable(y, train, test):
+        if not len(test):
+            continue
+        if not pooled and not evaluable(y, train, test):
             for scores in f1.values():
                 scores[s] = np.nan
             continue
+        flagged = {}
         if "self_consistency" in f1:
-            if groups is None:
-                flagged = self_consistency_predict(x[test], fold_config.consistency_threshold)
-            else:
-                flagged = self_consistency_predict(x, fold_config.consistency_threshold)[test]
-            f1["self_consistency"][s] = f1_hallucinated(y[test], flagged)
+            threshold = fold_config.consistency_threshold
+            flagged["self_consistency"] = (
+                self_consistency_predict(x, threshold)[test] if pooled else self_consistency_predict(x[test], threshold)
+            )
         if majority is not None:
-            f1["reference_majority_vote"][s] = f1_hallucinated(y[test], majority[test])
+            flagged["reference_majority_vote"] = majority[test]
         if "semantic_entropy" in f1:
-            flagged = semantic_entropy_predict(answers, fold_config.entropy_threshold)
-            f1["semantic_entropy"][s] = f1_hallucinated(y[test], flagged[test])
+            flagged["semantic_entropy"] = semantic_entropy_predict(answers, fold_config.entropy_threshold)[test]
+        for arm, predicted in flagged.items():
+            every[arm][:, :, test] = predicted
+            f1[arm][s] = f1_hallucinated(y[test], predicted)
         for r in range(config.draws):
             for b, chosen in enumerate(balanced_labels(y[train], config.budgets, rng)):
                 labelled = train[chosen]
                 pool = np.setdiff1d(train, labelled)
                 for arm, predicted in _supervised_predictions(x, y, labelled, pool, test, fold_config, arms).items():
+                    every[arm][r, b, test] = predicted
                     f1[arm][s, r, b] = f1_hallucinated(y[test], predicted)
-    return f1
+    if not pooled:
+        return f1
+    draws, budgets = range(config.draws), range(len(config.budgets))
+    return {arm: np.array([[[f1_hallucinated(y, every[arm][r, b]) for b in budgets] for r in draws]]) for arm in arms}
 
 
 def _supervised_predictions(
