@@ -169,3 +169,32 @@ def test_makd_is_bce_with_logits_on_the_class_row():
     aux = torch.tensor([[0.0, 0.0]])
     _, bce = student_loss("makd", torch.zeros(1, 2), aux, torch.tensor([0]), targets, beta=1.0)
     assert float(bce) == pytest.approx(math.log(2))  # BCE of logit 0 is ln 2 whatever the target
+
+
+def test_recipe_data_order_matches_the_evaluation_loop():
+    """The DataModule's sampler gives Lightning the plain loop's batches: same seed -> the same weights."""
+    import lightning.pytorch as pl
+
+    from zoo.lavid.data import EpochPermutationSampler, FewShotImageDataModule
+    from zoo.lavid.module import LaViDModule
+
+    torch.manual_seed(0)
+    x, y = torch.rand(37, 1, 28, 28), torch.arange(37) % 4
+    sig = _signatures()
+    targets = mode_targets("lavid", sig.matrix, 5)
+    hp = dict(beta=40.0, lr=0.03, weight_decay=5e-3, epochs=3)
+    plain = fit_student(x, y, "lavid", targets, 4, 30, seed=7, **hp)
+
+    expected = torch.randperm(37, generator=torch.Generator().manual_seed(7)).tolist()
+    assert list(EpochPermutationSampler(37, 7)) == expected
+    data = FewShotImageDataModule(seed=7)
+    data.train_set = (x, y)
+    module = LaViDModule("lavid", num_classes=4, num_questions=6, num_options=5, seed=7, **hp)
+    module.targets.copy_(targets)
+    trainer = pl.Trainer(
+        max_epochs=3, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False,
+    )  # fmt: skip
+    trainer.fit(module, train_dataloaders=data.train_dataloader())
+    for (name, a), b in zip(plain.state_dict().items(), module.net.state_dict().values()):
+        assert torch.equal(a, b), name

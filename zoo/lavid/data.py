@@ -17,7 +17,7 @@ from functools import lru_cache
 import lightning.pytorch as pl
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader, Sampler, TensorDataset
 
 from zoo._errors import ZooError
 
@@ -152,6 +152,25 @@ def fmnist_eval(split: str, limit: int | None = None) -> tuple[torch.Tensor, tor
     return to_float(x), torch.from_numpy(np.array(y)).long()
 
 
+class EpochPermutationSampler(Sampler[int]):
+    """One ``torch.randperm(n, generator)`` per epoch from a generator of its own seeded once with ``seed``.
+
+    It is the data order of :func:`zoo.lavid.student.fit_student` (the evaluation's plain loop), so a recipe run
+    and the evaluation's unit of the same seed see the same batches; a DataLoader with ``shuffle=True`` would
+    instead draw one extra number per epoch from its generator (the workers' base seed) and shift the order.
+    """
+
+    def __init__(self, n: int, seed: int) -> None:
+        self.n = n
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def __iter__(self):
+        return iter(torch.randperm(self.n, generator=self.generator).tolist())
+
+    def __len__(self) -> int:
+        return self.n
+
+
 class FewShotImageDataModule(pl.LightningDataModule):
     """Few-shot Fashion-MNIST or the spurious composite set, with the class signatures S.
 
@@ -169,6 +188,8 @@ class FewShotImageDataModule(pl.LightningDataModule):
         seed: Draw of the training images.
         signature_temperature: None applies the entropy rule.
         val_limit: Use only the first images of the validation split (smoke runs).
+
+    The training order is :class:`EpochPermutationSampler`'s, the evaluation's plain loop's for the same seed.
     """
 
     def __init__(
@@ -206,8 +227,13 @@ class FewShotImageDataModule(pl.LightningDataModule):
             self.test_set = spurious_split("test", 0, 2000, alpha=hp.alpha)[:2]
 
     def train_dataloader(self) -> DataLoader:
-        generator = torch.Generator().manual_seed(self.hparams.seed)
-        return DataLoader(TensorDataset(*self.train_set), self.hparams.batch_size, shuffle=True, generator=generator)
+        """Batches in :class:`EpochPermutationSampler`'s order: the evaluation's order for the same seed.
+
+        Lightning builds this loader once per fit (no reload), so the sampler's generator runs on across epochs
+        exactly like the plain loop's.
+        """
+        sampler = EpochPermutationSampler(len(self.train_set[1]), self.hparams.seed)
+        return DataLoader(TensorDataset(*self.train_set), self.hparams.batch_size, sampler=sampler)
 
     def val_dataloader(self) -> DataLoader:
         return DataLoader(TensorDataset(*self.val_set), 500)

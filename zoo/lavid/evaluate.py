@@ -30,18 +30,26 @@ SPURIOUS_METRICS = ("worst_group_acc", "avg_acc_spurious")
 
 
 def _tuning() -> dict:
+    """Each tuned arm's record: the few-shot grid and the spurious grid, trials summed over both."""
     if not TUNING_FILE.is_file():
         return {}
     record = json.loads(TUNING_FILE.read_text())
+    spurious = record.get("spurious", {}).get("arms", {})
     extra = {
-        "lavid": "; 8 of the 24 grid points, drawn with seed 0 (zoo/lavid/tune.py); signature temperature by the "
-        "entropy rule, not tuned",
+        "lavid": "; few-shot: 8 of the 24 grid points (drawn with seed 0), then 8 betas from 1 to 1000 at the best "
+        "of those (zoo/lavid/tune.py); signature temperature by the entropy rule, not tuned",
         "makd": "; class-level answers S[y] (no VLM)",
     }
-    return {
-        arm: Tuning("validation", info["grid"], info["trials"], info["note"] + extra.get(arm, ""))
-        for arm, info in record["arms"].items()
-    }
+    out = {}
+    for arm, info in record["arms"].items():
+        grid = {f"fmnist.{k}": v for k, v in info["grid"].items()}
+        trials, note = info["trials"], f"few-shot (10-shot validation accuracy): {info['note']}"
+        if arm in spurious:
+            grid.update({f"spurious.{k}": v for k, v in spurious[arm]["grid"].items()})
+            trials += spurious[arm]["trials"]
+            note += f"; spurious set (worst-group accuracy on validation composites): {spurious[arm]['note']}"
+        out[arm] = Tuning("validation", grid, trials, note + extra.get(arm, ""))
+    return out
 
 
 _TUNING = _tuning()
@@ -54,7 +62,9 @@ PROTOCOL = Protocol(
         "shots": Setting([5, 10], "few-shot levels (images per class)", minimum=1),
         "spurious_seeds": Setting(5, "the spurious set runs on the first this-many seeds", minimum=0),
         "spurious_size": Setting(1000, "training images of the spurious set", minimum=100),
-        "spurious_epochs": Setting(6, "epochs on the spurious set (batch 16)", minimum=1),
+        "spurious_epochs": Setting(
+            0, "epochs on the spurious set (batch 16); 0: each arm's validation-tuned epochs", minimum=0
+        ),
         "correlation": Setting(0.95, "P(brick | footwear) = P(grass | top) in the spurious training set"),
         "alpha": Setting(0.6, "garment opacity over the background (set on validation composites so the cue bites)"),
         "teacher_size": Setting(10000, "composites the spurious KD teacher is trained on", minimum=100),
@@ -78,13 +88,26 @@ SPURIOUS_KEYS = ("spurious_size", "spurious_epochs", "correlation", "alpha", "te
 
 
 def cache_folder(settings: dict, kind: str = "fewshot") -> Path | None:
-    """The subfolder of ``cache_dir`` of one kind of unit, keyed by the settings it depends on and the tuning."""
+    """The subfolder of ``cache_dir`` of one kind of unit, keyed by the settings it depends on."""
     if not settings.get("cache_dir"):
         return None
     keyed = {k: settings[k] for k in (FEW_SHOT_KEYS if kind == "fewshot" else SPURIOUS_KEYS)}
-    tuning = TUNING_FILE.read_text() if TUNING_FILE.is_file() else ""
-    digest = hashlib.sha256((json.dumps(keyed, sort_keys=True) + tuning).encode()).hexdigest()[:12]
-    return Path(settings["cache_dir"]) / f"{kind}-{digest}"
+    digest = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:12]
+    return Path(settings["cache_dir"]) / f"{kind}-v2-{digest}"
+
+
+def unit_key(kind: str, arm: str, shots: int | None, seed: int, settings: dict) -> str:
+    """The cache file stem of one unit; it carries a digest of the arm's tuned settings on that data set, so
+    retuning one arm recomputes only that arm's units."""
+    from zoo.lavid.runs import settings_tag
+
+    if kind == "fewshot":
+        return f"fewshot-{arm}-{shots}-{seed}-{settings_tag(arm, 'fmnist')}"
+    return f"spurious-{arm}-{seed}-{settings_tag(arm, 'spurious', **_spurious_override(settings))}"
+
+
+def _spurious_override(settings: dict) -> dict:
+    return {"epochs": settings["spurious_epochs"]} if settings["spurious_epochs"] else {}
 
 
 def few_shot_unit(arm: str, shots: int, seed: int, settings: dict) -> dict:
@@ -103,7 +126,7 @@ def few_shot_unit(arm: str, shots: int, seed: int, settings: dict) -> dict:
         xt, yt = fmnist_eval("test", settings["test_limit"])
         return {"accuracy": accuracy(model, xt, yt), "accuracy_test2000": accuracy(model, xt[:2000], yt[:2000])}
 
-    return cached(cache, f"fewshot-{arm}-{shots}-{seed}", compute)
+    return cached(cache, unit_key("fewshot", arm, shots, seed, settings), compute)
 
 
 def spurious_unit(arm: str, seed: int, settings: dict) -> dict:
@@ -118,12 +141,12 @@ def spurious_unit(arm: str, seed: int, settings: dict) -> dict:
         from zoo.lavid.student import group_accuracies
 
         x, y, _ = spurious_split("train", seed, settings["spurious_size"], settings["correlation"], settings["alpha"])
-        model = train_arm(arm, x, y, "spurious", seed, settings, cache, epochs=settings["spurious_epochs"])
+        model = train_arm(arm, x, y, "spurious", seed, settings, cache, **_spurious_override(settings))
         xt, yt, gt = spurious_split("test", 0, 2000, alpha=settings["alpha"])
         worst, average, groups = group_accuracies(model, xt, yt, gt)
         return {"worst_group_acc": worst, "avg_acc_spurious": average, "group_accs": groups}
 
-    return cached(cache, f"spurious-{arm}-{seed}", compute)
+    return cached(cache, unit_key("spurious", arm, None, seed, settings), compute)
 
 
 def measure(arm: str, run) -> dict[str, float]:
@@ -149,9 +172,9 @@ def measure(arm: str, run) -> dict[str, float]:
 def _published_scores(arm: str, run, test_limit: int) -> dict[str, float]:
     """The published checkpoint of ``arm`` (the recipe's Lightning run of seed 0) on the test images.
 
-    The recipe's DataLoader draws one number from its seeded generator per epoch (its workers' base seed), so
-    its data order differs from the evaluation's plain loop after the first epoch: the published student is
-    another sample of the same seed-0 draw, scored here so that the card states what the shipped weights do.
+    The recipe's DataModule draws its data order with :class:`zoo.lavid.data.EpochPermutationSampler`, the plain
+    loop's order, so these numbers should equal the seed-0 unit's (``<arm>_seed0_10shot_acc_test2000``); they are
+    scored from the shipped weights so that the card states what those weights do.
     """
     from zoo.lavid.data import fmnist_eval
     from zoo.lavid.student import accuracy
@@ -201,6 +224,7 @@ def claims(result: dict) -> list[Claim]:
     if "lavid" in arms:
         arms["lavid"]["n_seeds_spurious"] = spurious_n  # the harness's n_seeds counts the few-shot seeds
     result["extras"]["paired_differences"] = paired_differences(result)
+    result["extras"]["spurious_validation_beta_curve"] = spurious_beta_curve()
     for shots in settings["shots"]:
         metric = f"acc_{shots}shot"
         found += [
@@ -254,6 +278,23 @@ def claims(result: dict) -> list[Claim]:
         )  # fmt: skip
     )
     return found
+
+
+def spurious_beta_curve() -> dict[str, dict[str, float]]:
+    """lavid's spurious tuning trials (validation composites only): worst-group and average accuracy by beta
+    at each learning rate; ce's own best trial is the beta -> 0 end of the curve."""
+    if not TUNING_FILE.is_file():
+        return {}
+    section = json.loads(TUNING_FILE.read_text()).get("spurious", {}).get("arms", {})
+    curve = {}
+    for arm in ("ce", "lavid"):
+        for row in section.get(arm, {}).get("results", []):
+            config = row["config"]
+            if arm == "ce" and config != json.loads(TUNING_FILE.read_text())["spurious"]["chosen"]["ce"]:
+                continue
+            key = "ce (beta 0)" if arm == "ce" else f"lr {config['lr']:g}, beta {config['beta']:g}"
+            curve[key] = {"val_worst_group": row["val_worst_group"], "val_avg": row["val_avg"]}
+    return curve
 
 
 def _beats_on_shared_seeds(result: dict, metric: str, arm: str, other: str, margin: float) -> Claim:

@@ -30,11 +30,25 @@ TUNING_FILE = Path(__file__).with_name("tuning.json")
 DEFAULTS = {"beta": 40.0, "lr": 0.01, "epochs": 60, "weight_decay": 5e-4, "kd_temperature": 4.0, "kd_alpha": 0.5}
 
 
-def tuned_settings(arm: str) -> dict:
-    """The validation-chosen settings of an arm (``tuning.json``; shuffled and lavid_hard use lavid's)."""
-    chosen = json.loads(TUNING_FILE.read_text())["chosen"] if TUNING_FILE.is_file() else {}
+def tuned_settings(arm: str, dataset: str = "fmnist") -> dict:
+    """The validation-chosen settings of an arm on ``dataset`` (``tuning.json``: the few-shot choices, or the
+    ``spurious`` section's for the composite set); shuffled and lavid_hard use lavid's."""
+    record = json.loads(TUNING_FILE.read_text()) if TUNING_FILE.is_file() else {}
+    if dataset == "spurious":
+        record = record.get("spurious", {})
+    chosen = record.get("chosen", {})
     source = "lavid" if arm in ("shuffled", "lavid_hard") else arm
     return {**DEFAULTS, **chosen.get(source, {})}
+
+
+def settings_tag(arm: str, dataset: str = "fmnist", **override) -> str:
+    """A short digest of the settings ``arm`` trains with (keys the cached units, so a retune of one arm
+    invalidates only that arm's units)."""
+    import hashlib
+
+    hp = {**tuned_settings(arm, dataset), **override}
+    text = json.dumps({k: float(v) for k, v in sorted(hp.items())}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def cached(cache: Path | None, key: str, compute) -> dict:
@@ -106,11 +120,14 @@ def _targets(dataset: str):
     return class_targets(dataset)
 
 
-def train_arm(arm: str, images, labels, dataset: str, seed: int, settings: dict, cache: Path | None, **override):
-    """Train ``arm`` on ``(images, labels)`` with its tuned settings (``override`` replaces some)."""
+def train_arm(
+    arm: str, images, labels, dataset: str, seed: int, settings: dict, cache: Path | None, hp=None, **override
+):
+    """Train ``arm`` on ``(images, labels)`` with its tuned settings on ``dataset`` (``override`` replaces some;
+    ``hp`` replaces them all, on top of the defaults: a tuning trial)."""
     sig, names = _targets(dataset)
     mode = ARM_MODES[arm]
-    hp = {**tuned_settings(arm), **override}
+    hp = {**DEFAULTS, **hp} if hp is not None else {**tuned_settings(arm, dataset), **override}
     targets = mode_targets(mode, sig.matrix, sig.num_options, names, seed)
     teacher_cache = cache.parent if cache is not None else None  # teachers do not depend on the tuning
     teacher_logits = logits_of(teacher(dataset, teacher_cache, settings), images) if mode == "kd" else None

@@ -1,14 +1,30 @@
-"""Validation-only tuning of every arm with the same number of trials: ``python -m zoo.lavid.tune``.
+"""Validation-only tuning of every arm with the same number of trials: ``python -m zoo.lavid.tune [fmnist|spurious]``.
 
-Each trial trains a 10-shot student on two draws (seeds 100 and 101, never the evaluation's 0-7) and scores the
-mean accuracy on the 1,000 held-out validation images; the test split is not read. The chosen settings and
-every trial's score go to ``zoo/lavid/tuning.json``, which ``zoo eval lavid`` and the recipes use.
+Few-shot (``fmnist``, 16 trials per tuned arm): each trial trains a 10-shot student on two draws (seeds 100 and
+101, never the evaluation's 0-15) and scores the mean accuracy on the 1,000 held-out validation images.
 
-* ce: lr x epochs x weight decay (2 x 2 x 2 = 8 trials);
-* kd: T x alpha (4 x 2 = 8), with ce's optimizer settings;
-* makd, text_emb: the loss weight (8 values each), with ce's optimizer settings;
+* ce: lr x epochs x weight decay (4 x 2 x 2 = 16 trials);
+* kd: T x alpha (4 x 4 = 16), with ce's optimizer settings;
+* makd, text_emb: the loss weight (16 values each), with ce's optimizer settings;
 * lavid: 8 configurations of (beta, lr, epochs, weight decay) drawn without replacement (seed 0) from the
-  3 x 2 x 2 x 2 grid, the paper's beta = 40 among the betas. The signature temperature is not tuned (entropy rule).
+  3 x 2 x 2 x 2 grid (the paper's beta = 40 among the betas; the first round), then 8 more betas from 1 to 1000
+  at the first round's best optimizer settings (lr 0.03, 80 epochs, weight decay 5e-3): beta past 150 and small.
+
+Spurious set (``spurious``, 12 trials per tuned arm): each trial trains on two correlated training draws
+(seeds 100 and 101, never the evaluation's) and scores the balanced *validation* composites (800 images, 200
+per group, garments from the 1,000 held-out training images); the selection metric is the worst-group
+validation accuracy (mean over the draws; ties by average accuracy), the metric the spurious claim is about.
+
+* ce: lr x epochs x weight decay (3 x 2 x 2 = 12);
+* kd: T x alpha (4 x 3 = 12), with ce's optimizer settings;
+* makd, text_emb: the loss weight (12 values each), with ce's optimizer settings;
+* lavid: beta in {1, 3, 10, 30, 100, 300} x lr in {ce's lr / 3, ce's lr}, with ce's epochs and weight decay
+  (beta -> 0 is ce's own choice).
+
+The test split is not read. The chosen settings and every trial's score go to ``zoo/lavid/tuning.json``
+(``chosen``/``arms`` for the few-shot set, ``spurious.chosen``/``spurious.arms`` for the composite set), which
+``zoo eval lavid`` and the recipes use. A trial already in the record (same arm and full config) is not rerun.
+The signature temperature is not tuned (entropy rule).
 """
 
 from __future__ import annotations
@@ -20,12 +36,23 @@ import time
 import numpy as np
 
 TUNING_SEEDS = (100, 101)
-CE_GRID = {"lr": [0.01, 0.03], "epochs": [40, 80], "weight_decay": [5e-4, 5e-3]}
-KD_GRID = {"kd_temperature": [1.0, 2.0, 4.0, 8.0], "kd_alpha": [0.5, 0.9]}
-MAKD_GRID = {"beta": [0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0]}
-TEXT_GRID = {"beta": [1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0]}
+SPURIOUS_VAL_SIZE = 800
+CE_GRID = {"lr": [0.003, 0.01, 0.03, 0.1], "epochs": [40, 80], "weight_decay": [5e-4, 5e-3]}
+KD_GRID = {"kd_temperature": [1.0, 2.0, 4.0, 8.0], "kd_alpha": [0.1, 0.3, 0.5, 0.9]}
+MAKD_GRID = {"beta": [0.01, 0.03, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0]}
+TEXT_GRID = {"beta": [0.03, 0.1, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0, 30.0, 50.0, 100.0, 300.0, 1000.0, 3000.0]}
 LAVID_GRID = {"beta": [10.0, 40.0, 150.0], "lr": [0.01, 0.03], "epochs": [40, 80], "weight_decay": [5e-4, 5e-3]}
-TRIALS = 8
+LAVID_BETAS_ROUND2 = [1.0, 3.0, 30.0, 75.0, 250.0, 400.0, 600.0, 1000.0]
+LAVID_ROUND2_BASE = {"lr": 0.03, "epochs": 80, "weight_decay": 5e-3}  # the first round's best (val 0.6885)
+FIRST_ROUND = 8
+TRIALS = 16
+
+SPURIOUS_CE_GRID = {"lr": [0.01, 0.03, 0.1], "epochs": [6, 12], "weight_decay": [5e-4, 5e-3]}
+SPURIOUS_KD_GRID = {"kd_temperature": [1.0, 2.0, 4.0, 8.0], "kd_alpha": [0.1, 0.5, 0.9]}
+SPURIOUS_MAKD_GRID = {"beta": [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0]}
+SPURIOUS_TEXT_GRID = {"beta": [0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0, 10000.0]}
+SPURIOUS_LAVID_BETAS = [1.0, 3.0, 10.0, 30.0, 100.0, 300.0]
+SPURIOUS_TRIALS = 12
 
 
 def _product(grid: dict) -> list[dict]:
@@ -33,13 +60,20 @@ def _product(grid: dict) -> list[dict]:
 
 
 def lavid_trials() -> list[dict]:
+    """Round 1: 8 random points of LAVID_GRID; round 2: a beta sweep at round 1's best optimizer settings."""
     combos = _product(LAVID_GRID)
-    picks = np.random.default_rng(0).choice(len(combos), TRIALS, replace=False)
-    return [combos[i] for i in sorted(picks)]
+    picks = np.random.default_rng(0).choice(len(combos), FIRST_ROUND, replace=False)
+    return [combos[i] for i in sorted(picks)] + [{"beta": b, **LAVID_ROUND2_BASE} for b in LAVID_BETAS_ROUND2]
+
+
+def spurious_lavid_trials(ce: dict) -> list[dict]:
+    lrs = [round(ce["lr"] / 3, 6), ce["lr"]]
+    base = {"epochs": ce["epochs"], "weight_decay": ce["weight_decay"]}
+    return [{"beta": b, "lr": lr, **base} for lr in lrs for b in SPURIOUS_LAVID_BETAS]
 
 
 def score(arm: str, config: dict, settings: dict) -> float:
-    """Mean validation accuracy over the tuning draws."""
+    """Mean validation accuracy of 10-shot students over the tuning draws."""
     from zoo.lavid.data import fmnist_eval, fmnist_few_shot
     from zoo.lavid.runs import train_arm
     from zoo.lavid.student import accuracy
@@ -48,12 +82,53 @@ def score(arm: str, config: dict, settings: dict) -> float:
     scores = []
     for seed in TUNING_SEEDS:
         x, y = fmnist_few_shot(10, seed)
-        scores.append(accuracy(train_arm(arm, x, y, "fmnist", seed, settings, settings["_cache"], **config), xv, yv))
+        model = train_arm(arm, x, y, "fmnist", seed, settings, settings["_cache"], hp=config)
+        scores.append(accuracy(model, xv, yv))
     return float(np.mean(scores))
 
 
-def main(only: tuple[str, ...] = ()) -> None:
-    """Tune every arm (or only the arms in ``only``, keeping the others' records)."""
+def score_spurious(arm: str, config: dict, settings: dict) -> tuple[float, float]:
+    """(worst-group, average) accuracy on the balanced validation composites, mean over the tuning draws."""
+    from zoo.lavid.data import spurious_split
+    from zoo.lavid.runs import train_arm
+    from zoo.lavid.student import group_accuracies
+
+    xv, yv, gv = spurious_split("val", 0, SPURIOUS_VAL_SIZE, alpha=settings["alpha"])
+    worst, average = [], []
+    for seed in TUNING_SEEDS:
+        x, y, _ = spurious_split("train", seed, settings["spurious_size"], settings["correlation"], settings["alpha"])
+        model = train_arm(arm, x, y, "spurious", seed, settings, settings["_cache"], hp=config)
+        w, a, _ = group_accuracies(model, xv, yv, gv)
+        worst.append(w)
+        average.append(a)
+    return float(np.mean(worst)), float(np.mean(average))
+
+
+def _plan(kind: str, chosen: dict) -> list[tuple[str, dict, object, str | None]]:
+    if kind == "fmnist":
+        return [
+            ("ce", CE_GRID, lambda: _product(CE_GRID), None),
+            ("kd", KD_GRID, lambda: _product(KD_GRID), "ce"),
+            ("makd", MAKD_GRID, lambda: _product(MAKD_GRID), "ce"),
+            ("text_emb", TEXT_GRID, lambda: _product(TEXT_GRID), "ce"),
+            ("lavid", {**LAVID_GRID, "beta (round 2)": LAVID_BETAS_ROUND2}, lavid_trials, None),
+        ]
+    return [
+        ("ce", SPURIOUS_CE_GRID, lambda: _product(SPURIOUS_CE_GRID), None),
+        ("kd", SPURIOUS_KD_GRID, lambda: _product(SPURIOUS_KD_GRID), "ce"),
+        ("makd", SPURIOUS_MAKD_GRID, lambda: _product(SPURIOUS_MAKD_GRID), "ce"),
+        ("text_emb", SPURIOUS_TEXT_GRID, lambda: _product(SPURIOUS_TEXT_GRID), "ce"),
+        ("lavid", {"beta": SPURIOUS_LAVID_BETAS, "lr": ["ce's lr / 3", "ce's lr"]},
+         lambda: spurious_lavid_trials(chosen["ce"]), "ce"),
+    ]  # fmt: skip
+
+
+def _key(config: dict) -> str:
+    return json.dumps({k: float(v) for k, v in config.items()}, sort_keys=True)
+
+
+def main(kinds: tuple[str, ...] = ("fmnist", "spurious")) -> None:
+    """Tune every arm on the few-shot and/or the spurious validation data, reusing recorded trials."""
     from pathlib import Path
 
     import torch
@@ -64,44 +139,55 @@ def main(only: tuple[str, ...] = ()) -> None:
     torch.set_num_threads(2)
     settings = PROTOCOL.resolve()
     settings["_cache"] = Path(settings["cache_dir"]) / "tuning"
-    record = {"chosen": {}, "arms": {}, "seeds": list(TUNING_SEEDS), "split": "1,000 held-out training images"}
-    if only and TUNING_FILE.is_file():
-        record = json.loads(TUNING_FILE.read_text())
-    started = time.perf_counter()
-    plan = [
-        ("ce", CE_GRID, _product(CE_GRID), {}),
-        ("kd", KD_GRID, _product(KD_GRID), "ce"),
-        ("makd", MAKD_GRID, _product(MAKD_GRID), "ce"),
-        ("text_emb", TEXT_GRID, _product(TEXT_GRID), "ce"),
-        ("lavid", LAVID_GRID, lavid_trials(), {}),
-    ]
-    for arm, grid, trials, base in plan:
-        if only and arm not in only:
-            continue
-        base_config = record["chosen"][base] if base else {}
-        results = []
-        for config in trials:
-            full = {**base_config, **config}
-            results.append((score(arm, full, settings), full))
-            print(arm, full, f"val {results[-1][0]:.4f}", flush=True)
-        best, chosen = max(results, key=lambda r: r[0])
-        record["chosen"][arm] = chosen
-        note = f"best validation accuracy {best:.4f} (mean of draws {TUNING_SEEDS})"
-        if base:
-            note += f"; lr, epochs and weight decay are {base}'s choice"
-        record["arms"][arm] = {
-            "grid": grid,
-            "trials": len(trials),
-            "note": note,
-            "results": [{"config": c, "val_acc": round(s, 4)} for s, c in results],
-        }
+    record = json.loads(TUNING_FILE.read_text()) if TUNING_FILE.is_file() else {"chosen": {}, "arms": {}}
+    record.update({"seeds": list(TUNING_SEEDS), "split": "1,000 held-out training images"})
+    for kind in kinds:
+        started = time.perf_counter()
+        if kind == "fmnist":
+            section = record
+        else:
+            section = record.setdefault("spurious", {"chosen": {}, "arms": {}})
+            section.update({
+                "seeds": list(TUNING_SEEDS),
+                "split": f"balanced validation composites ({SPURIOUS_VAL_SIZE}, garments from the 1,000 held-out "
+                f"images), alpha {settings['alpha']}, {settings['spurious_size']} correlated training images",
+                "selection": "worst-group validation accuracy (mean over draws; ties by average accuracy)",
+            })  # fmt: skip
+        reran = 0
+        for arm, grid, trials_of, base in _plan(kind, section["chosen"]):
+            previous = {_key(r["config"]): r for r in section["arms"].get(arm, {}).get("results", [])}
+            base_config = section["chosen"][base] if base and arm != "lavid" else {}
+            results = []
+            for config in trials_of():
+                full = {**base_config, **config}
+                row = previous.get(_key(full))
+                if row is None:
+                    reran += 1
+                    if kind == "fmnist":
+                        row = {"config": full, "val_acc": round(score(arm, full, settings), 4)}
+                    else:
+                        worst, average = score_spurious(arm, full, settings)
+                        row = {"config": full, "val_worst_group": round(worst, 4), "val_avg": round(average, 4)}
+                results.append(row)
+                print(kind, arm, {k: v for k, v in row.items() if k != "config"}, full, flush=True)
+            rank = (lambda r: r["val_acc"]) if kind == "fmnist" else (lambda r: (r["val_worst_group"], r["val_avg"]))
+            best = max(results, key=rank)
+            section["chosen"][arm] = best["config"]
+            shown = {k: v for k, v in best.items() if k != "config"}
+            note = f"best validation {shown} (mean of draws {TUNING_SEEDS})"
+            if base and arm != "lavid":
+                note += f"; lr, epochs and weight decay are {base}'s choice"
+            elif base:
+                note += f"; epochs and weight decay are {base}'s choice"
+            section["arms"][arm] = {"grid": grid, "trials": len(results), "note": note, "results": results}
+            TUNING_FILE.write_text(json.dumps(record, indent=1) + "\n")
+        section[f"seconds_{kind}_last_run"] = round(time.perf_counter() - started, 1)
+        section[f"trials_rerun_{kind}_last_run"] = reran
         TUNING_FILE.write_text(json.dumps(record, indent=1) + "\n")
-    record[f"seconds_{'_'.join(only) or 'all'}"] = round(time.perf_counter() - started, 1)
-    TUNING_FILE.write_text(json.dumps(record, indent=1) + "\n")
-    print("tuning took", record["seconds"], "s")
+        print(kind, "tuning took", section[f"seconds_{kind}_last_run"], "s,", reran, "new trials", flush=True)
 
 
 if __name__ == "__main__":
     import sys
 
-    main(tuple(sys.argv[1:]))
+    main(tuple(sys.argv[1:]) or ("fmnist", "spurious"))
