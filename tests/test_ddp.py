@@ -145,6 +145,7 @@ SWEEP = {
     ),  # fmt: skip
     "resettable_sketch": ("validate", "resettable_sketch/robust", ["--trainer.limit_val_batches=2"], "sketch"),
     "fair_lin_bandit": ("validate", "fair_lin_bandit/fair_pe", ["--trainer.limit_val_batches=2"], "instances"),
+    "lavid": ("fit", "lavid/fmnist_10shot", [*FEW, "--data.init_args.val_limit=64"], "few-shot"),
     "aporia": (
         "fit",
         "aporia/socrates_mini",
