@@ -24,7 +24,8 @@ _DATA_NOTES = (
     "byte-level BPE 2048), trained from scratch on countryinfo facts (8 attributes, 1881 facts; 5 questions per "
     "fact, each answered in one of 10 paraphrased answer templates; gpt2_s, llama_xs and llama_s, kept from the "
     "first release, drew from the first 5 templates only) mixed with 20% Wikipedia text. Each answers "
-    "60 country-fact questions with 50 well-formed answers each (360 (model, prompt) pairs, dataset seed 0), "
+    "60 country-fact questions with 50 well-formed answers each (at most 360 (model, prompt) pairs per dataset; "
+    "three datasets sampled with seeds 0, 1, 2: 356, 354, 354 pairs), "
     "sampled at temperature 0.7, 1.0 or 1.3 (in turn over the facts), top-p 0.95, 24 tokens; pairs need >= 6 "
     "answers of each class, and half of each generator's pairs have a wrong greedy answer (the other half a "
     "right one: knowledge present, retrieval unstable). Labelling rule: an answer is well-formed iff it "
@@ -60,9 +61,9 @@ register_model(
     pretrained_cfg=PretrainedCfg(
         paper=PAPER,
         sha256={
-            "config.json": "9aaf7c3a4ec0f9222ab7fabb81ee7ee465dc526b38d701cca91bd3f355ee014b",
-            "model.safetensors": "22129a130c0242e34b38f60e967f66a68cee29ea3b3745a45695b96980013175",
-            "pairs.json": "6c2aa656ce3c064ebf74e9aa727f632b07f22224a23fc3c322ab02ef46a8cedc",
+            "config.json": "870ed87f6d37254d3049ebf42816c940e53aa85b33bd36e5fd3eb205d1dc5f51",
+            "model.safetensors": "dd7eeae890d25b804c4d86f273a39c444f07a6988e7477bbafb70bed05779f72",
+            "pairs.json": "561035727404e2cd4776bc94a2c415203727165e58c378e122f2fed5ea81242c",
             "socrates_mini.npz": "324eee11b57fa83dd6533adf2bb5a60b2312c1b5a8b5f13c52b930de06432f7f",
         },
         task="text-classification",
@@ -74,11 +75,16 @@ register_model(
         notes=(
             "No learned parameters: the published state is, per pair (356 = 60 prompts for four generators, 58 for "
             "the two Llamas), the Fisher direction and the labelled projections of one class-balanced draw of 40 "
-            "labels (fold 0, draw 0), plus the held-out answers (pairs.json); it classifies new answers to those "
-            "prompts only. The card's metrics are means over 356 pairs x 5 stratified folds x 1 label draw and 3 "
-            "protocol seeds (one dataset), with 95% bootstrap intervals over (model, prompt) pairs and every tuned "
-            "arm's hyperparameter (5 trials each) chosen on validation points inside the training folds. Issue 18's "
-            "headroom gate and the claim against the best tuned baseline are checked on the card. " + _DATA_NOTES
+            "labels (answer-grouped fold 0, draw 0; dataset seed 0), plus the held-out answers (pairs.json); it "
+            "classifies new answers to those prompts only. The card's metrics: seed s evaluates dataset seed s "
+            "(three independently sampled datasets), 5 answer-grouped folds per pair (every copy of an answer string "
+            "in one test part, so no test answer is a verbatim copy of a labelled one; with the spec's stratified "
+            "folds 40 labels cover a pair's whole training part and tuned logistic regression scored 0.99 by string "
+            "lookup), one cross-validated F1 per pair and label draw, averaged over pairs, with 95% bootstrap "
+            "intervals over (model, prompt) pairs; every tuned arm's hyperparameter (5 trials each) is chosen on "
+            "validation points inside the training folds. Issue 18's headroom gate and the claim against the best "
+            "tuned baseline are checked on the card: both fail for the supervised half (tuned logistic regression "
+            "0.967 >= 0.95; APORIA-LP +0.007 with overlapping intervals). " + _DATA_NOTES
         ),
     ),
 )
