@@ -9,8 +9,8 @@ import zoo.specexit.decoding as decoding
 from zoo.specexit.decoding import (
     ExitConfig,
     FirstCheckStop,
-    FixedBudgetExit,
     NoExit,
+    OracleExit,
     SignalExit,
     SpeculativeDecoder,
     target_generate,
@@ -26,7 +26,7 @@ from zoo.specexit.models import (
     target_forward,
 )
 from zoo.specexit.tokenizer import TraceTokenizer
-from zoo.specexit.traces import Problem, build_trace, last_computed_value, parse_answer
+from zoo.specexit.traces import Problem, build_trace, exit_label, last_computed_value, parse_answer
 
 TOK = TraceTokenizer()
 SMALL = TargetConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_positions=128)
@@ -206,7 +206,7 @@ def test_exit_fires_at_first_delimiter_and_forces_end_of_thinking(monkeypatch, m
     assert result.exit_at is not None
     assert tokens[result.exit_at] == TOK.delim_id and tokens[result.exit_at + 1] == TOK.end_think_id
     assert tokens.count(TOK.end_think_id) == 1
-    assert text.startswith("23+45=68.\n\n</think>")  # cut at the first delimiter of the thinking block
+    assert text.startswith("68-12+7.\n\n</think>")  # cut at the first delimiter of the thinking block
     assert text.endswith("Answer: 68\n\n<eos>")  # the delimiter after </think> did not trigger anything
 
 
@@ -224,18 +224,15 @@ def test_first_check_reference_stops_at_the_first_check_token(monkeypatch, model
     trace, decoder = _scripted(monkeypatch, models, problem)
     result = decoder.generate(trace.ids[: trace.prompt_len], FirstCheckStop(TOK))
     text = TOK.decode(result.tokens)
-    assert text == "23+45=68.\n\n68-12=56.\n\n56+7=63.\n\nCheck:"
+    assert text == "68-12+7.\n\n56+7.\n\n63.\n\nCheck:"
     assert last_computed_value(text) == 63 and result.exit_at is None
 
 
-@pytest.mark.parametrize("budget", [0, 12, 25])
-def test_fixed_budget_reference_exits_at_a_delimiter_after_the_budget(monkeypatch, models, budget):
+def test_oracle_exit_fires_at_the_exit_label(monkeypatch, models):
     problem = Problem((23, 45, 12, 7), ("+", "-", "+"))
     trace, decoder = _scripted(monkeypatch, models, problem)
-    result = decoder.generate(trace.ids[: trace.prompt_len], FixedBudgetExit(budget))
-    delimiters = [p - trace.prompt_len for p in trace.delimiter_pos]
-    assert result.exit_at in delimiters and result.exit_at + 1 >= budget
-    assert result.tokens[result.exit_at + 1] == TOK.end_think_id
-    assert result.tokens[: result.exit_at + 1] == trace.ids[trace.prompt_len :][: result.exit_at + 1]
-    if budget == 0:  # the first delimiter of the thinking block is always the first of its round: asked, exits
-        assert result.exit_at == delimiters[0]
+    result = decoder.generate(trace.ids[: trace.prompt_len], OracleExit(TOK, 63))
+    assert result.exit_at == exit_label(trace.ids, TOK) - trace.prompt_len
+    assert TOK.decode(result.tokens) == "68-12+7.\n\n56+7.\n\n63.\n\n</think>Answer: 63\n\n<eos>"
+    never = decoder.generate(trace.ids[: trace.prompt_len], OracleExit(TOK, 64))  # an answer never stated
+    assert never.exit_at is None and never.tokens == trace.ids[trace.prompt_len :]

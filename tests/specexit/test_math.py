@@ -10,13 +10,21 @@ import torch
 from zoo.specexit.decoding import EWMA, ExitConfig, SignalExit, verify_greedy, verify_sampling
 from zoo.specexit.models import DraftConfig, EagleDraft, signal_values
 from zoo.specexit.tokenizer import TraceTokenizer
-from zoo.specexit.traces import Problem, build_trace, last_computed_value, parse_answer, sample_problems
+from zoo.specexit.traces import (
+    Problem,
+    build_trace,
+    exit_label,
+    last_computed_value,
+    parse_answer,
+    readout,
+    sample_problems,
+)
 
 TOK = TraceTokenizer()
 
 
 def test_tokenizer_round_trip_and_single_token_delimiter():
-    text = "Q:23+45-12=?<think>23+45=68.\n\n68-12=56.\n\nCheck: 68-45=23.\n\n</think>Answer: 56<eos>"
+    text = "Q:23+45-12=?<think>68-12.\n\n56.\n\nCheck: 56+12=68.\n\n</think>Answer: 56<eos>"
     ids = TOK.encode(text)
     assert TOK.decode(ids) == text
     assert ids.count(TOK.delim_id) == 3  # each "\n\n" is one token
@@ -36,16 +44,43 @@ def test_trace_format_and_lstar():
     trace = build_trace(problem, TOK)
     text = TOK.decode(trace.ids)
     assert text == (
-        "Q:23+45-12+7=?<think>23+45=68.\n\n68-12=56.\n\n56+7=63.\n\n"
-        "Check: 68-45=23.\n\nCheck: 56+12=68.\n\nCheck: 63-7=56.\n\n</think>Answer: 63<eos>"
+        "Q:23+45-12+7=?<think>68-12+7.\n\n56+7.\n\n63.\n\n"
+        "Check: 63-7=56.\n\nCheck: 56+12=68.\n\nCheck: 68-45=23.\n\n</think>Answer: 63<eos>"
     )
-    # L* is the delimiter closing the last computation step: the answer is written there.
+    # L* is the delimiter closing the last computation line: the answer is written there.
     assert trace.ids[trace.lstar_pos] == TOK.delim_id
-    assert TOK.decode(trace.ids[: trace.lstar_pos + 1]).endswith("56+7=63.\n\n")
-    assert trace.delimiter_pos.index(trace.lstar_pos) == 2
+    assert TOK.decode(trace.ids[: trace.lstar_pos + 1]).endswith("56+7.\n\n63.\n\n")
+    assert trace.delimiter_pos.index(trace.lstar_pos) == 2 and trace.checks == 3
     assert parse_answer(text) == 63
-    assert last_computed_value(TOK.decode(trace.ids[trace.think_pos + 1 : trace.lstar_pos + 1])) == 63
-    assert last_computed_value("23+45=68.\n\nCheck: 68-45=23.\n\n") == 68
+    assert readout("68-12+7.\n\n56+7.\n\n63.\n\nCheck: 63-7=56.\n\n") == 63
+    assert readout("68-12+7.\n\n56+7.\n\n") is None and last_computed_value("68-12+7.\n\n56+7.\n\n") == 56
+    assert readout("68-12+7.\n\n56+7.\n\n63.") is None  # an unfinished line states nothing yet
+
+
+def test_exit_label_of_a_hand_written_trace_is_the_earliest_answer_determining_position():
+    """Issue 34: the label is where the answer the full trace gives is fixed, not a surface marker."""
+    text = (
+        "Q:8+4-7+9=?<think>12-7+9.\n\n5+9.\n\n13.\n\nWait, 14.\n\n"
+        "Check: 14-9=5.\n\nCheck: 5+7=12.\n\n</think>Answer: 14<eos>"
+    )
+    ids = TOK.encode(text)
+    label = exit_label(ids, TOK)
+    # "13." is a bare answer but a wrong one that is corrected later: not determined; "Wait, 14." is
+    assert TOK.decode(ids[: label + 1]).endswith("13.\n\nWait, 14.\n\n")
+    delimiters = [i for i, t in enumerate(ids) if t == TOK.delim_id]
+    assert label == delimiters[3]
+    # the same position in the completion alone (tokens after <think>)
+    completion = ids[ids.index(TOK.think_id) + 1 :]
+    assert exit_label(completion, TOK) == label - ids.index(TOK.think_id) - 1
+    # a trace whose answer disagrees with its thinking, or that never closes thinking, has no label
+    assert exit_label(TOK.encode(text.replace("Answer: 14", "Answer: 15")), TOK) is None
+    assert exit_label(TOK.encode("Q:1+2=?<think>3.\n\n"), TOK) is None
+    # the answer the full trace gives, even when it is wrong: a target that writes 15 keeps 15
+    wrong = TOK.encode("Q:8+7=?<think>15.\n\nCheck: 15-7=8.\n\n</think>Answer: 15<eos>")
+    assert TOK.decode(wrong[: exit_label(wrong, TOK) + 1]).endswith("<think>15.\n\n")
+    for problem in sample_problems(30, seed=5):  # generated traces: the label is L*
+        trace = build_trace(problem, TOK, random.Random(2), p_wrong=0.3, p_all_checks=0.5)
+        assert exit_label(trace.ids, TOK) == trace.lstar_pos
 
 
 def test_injected_mistake_moves_lstar_after_the_correction():
@@ -54,27 +89,36 @@ def test_injected_mistake_moves_lstar_after_the_correction():
     trace = build_trace(problem, TOK, rng, p_wrong=0.999)
     text = TOK.decode(trace.ids)
     assert text.count("Wait, ") == 2
-    assert TOK.decode(trace.ids[: trace.lstar_pos + 1]).endswith("Wait, 68-12=56.\n\n")
+    assert TOK.decode(trace.ids[: trace.lstar_pos + 1]).endswith("Wait, 56.\n\n")
     assert parse_answer(text) == 56
     # the wrong digits are masked out of the LM loss; the correction is learned
-    wrong = [text.split("\n\n")[0].rpartition("=")[2].rstrip("."), text.split("\n\n")[2].rpartition("=")[2].rstrip(".")]
+    lines = text.split("<think>")[1].split("\n\n")
+    wrong = [lines[0].partition("-")[0], lines[2].rstrip(".")]
     assert TOK.decode(trace.ids[i] for i in trace.noise_pos) == "".join(wrong)
 
 
-def test_skipped_checks_close_thinking_right_after_lstar():
-    problem = Problem((23, 45, 12, 7), ("+", "-", "+"))
-    trace = build_trace(problem, TOK, random.Random(0), p_skip_checks=0.999)
-    assert TOK.decode(trace.ids) == "Q:23+45-12+7=?<think>23+45=68.\n\n68-12=56.\n\n56+7=63.\n\n</think>Answer: 63<eos>"
-    assert trace.end_think_pos == trace.lstar_pos + 1 and trace.lstar_pos == trace.delimiter_pos[-1]
-    labels = trace.signal_labels()
-    assert labels["confidence"][trace.lstar_pos] == 1 and labels["remain"][trace.lstar_pos] == 0
-    # without a generator nothing is skipped
-    assert "Check:" in TOK.decode(build_trace(problem, TOK, None, p_skip_checks=0.999).ids)
+def test_number_of_checks_is_random_and_all_by_default():
+    problem = Problem((2, 3, 4, 5, 6, 7), ("+",) * 5)
+    assert build_trace(problem, TOK).checks == 4  # at most 4, one per step
+    assert build_trace(Problem((2, 3, 4), ("+", "+")), TOK).checks == 2
+    counts = [build_trace(problem, TOK, random.Random(i), p_all_checks=0.5).checks for i in range(400)]
+    assert set(counts) == {0, 1, 2, 3, 4}
+    assert 0.4 < counts.count(4) / 400 < 0.6  # all checks half of the time, else uniform 0..3
+    none = build_trace(problem, TOK, checks=0)
+    assert none.end_think_pos == none.lstar_pos + 1 and none.lstar_pos == none.delimiter_pos[-1]
+    labels = none.signal_labels()
+    assert labels["confidence"][none.lstar_pos] == 1 and labels["remain"][none.lstar_pos] == 0
+
+
+def test_running_values_stay_in_range_for_any_length():
+    for problem in sample_problems(200, seed=1, min_operands=7, max_operands=10, max_running=49):
+        assert all(0 <= v <= 49 for v in problem.running_values())
+        assert 7 <= len(problem.operands) <= 10
 
 
 def test_signal_labels_progress_monotone_remain_zero_at_lstar():
     for problem in sample_problems(20, seed=3):
-        trace = build_trace(problem, TOK, random.Random(1), p_wrong=0.3)
+        trace = build_trace(problem, TOK, random.Random(1), p_wrong=0.3, p_all_checks=0.5)
         labels = trace.signal_labels()
         inside = labels["mask"].astype(bool)
         progress, confidence = labels["progress"][inside], labels["confidence"][inside]
@@ -84,7 +128,7 @@ def test_signal_labels_progress_monotone_remain_zero_at_lstar():
         assert labels["remain"][trace.think_pos] == pytest.approx(
             float(torch.log(torch.tensor(trace.lstar_pos - trace.think_pos + 1.0)))
         )
-        # confidence switches on exactly at L* (the delimiter closing the last computation step) and stays on
+        # confidence switches on exactly at L* (the exit label) and stays on
         first_on = int(confidence.argmax()) + trace.think_pos
         assert first_on == trace.lstar_pos
         assert confidence[first_on - trace.think_pos :].all() and not confidence[: first_on - trace.think_pos].any()

@@ -10,7 +10,7 @@ import torch
 
 import zoo
 from zoo._errors import ZooError
-from zoo.specexit.data import ArithmeticTraceDataModule, LengthBucketSampler, collate, make_splits
+from zoo.specexit.data import ArithmeticTraceDataModule, CurriculumSampler, LengthBucketSampler, collate, make_splits
 from zoo.specexit.models import DraftConfig
 from zoo.specexit.module import SpecExitModule, unrolled_mask
 
@@ -40,6 +40,17 @@ def test_bucket_sampler_covers_every_item_once():
     assert len(batches) == len(LengthBucketSampler(lengths, 3))
 
 
+def test_curriculum_sampler_grows_the_operand_count():
+    counts = [2] * 40 + [3] * 40 + [4] * 40 + [5] * 40 + [6] * 40
+    sampler = CurriculumSampler(counts, batch_size=8, curriculum_steps=25, seed=0)
+    assert [sampler.allowed(b) for b in (0, 4, 5, 10, 24, 25, 99)] == [2, 2, 3, 4, 6, 6, 6]
+    seen = [{counts[i] for i in batch} for batch in sampler]
+    assert len(seen) == len(sampler) == 25
+    assert all(len(s) == 1 for s in seen)  # one operand count per batch
+    assert all(max(s) <= sampler.allowed(b) for b, s in enumerate(seen))
+    assert {counts[i] for batch in sampler for i in batch} <= {2, 3, 4, 5, 6} and sampler.batches_done == 50
+
+
 def test_unrolled_mask_shape_and_pattern():
     mask = unrolled_mask(3)[0, 0].int()
     # query a sees first-step keys 0..a and only its own second-step key
@@ -47,7 +58,7 @@ def test_unrolled_mask_shape_and_pattern():
 
 
 def test_batch_labels_and_probe_examples():
-    dm = ArithmeticTraceDataModule(n_train=16, n_val=4, n_test=4, batch_size=4)
+    dm = ArithmeticTraceDataModule(n_train=16, n_val=4, n_test=4, batch_size=4, p_wrong=0.0)
     dm.setup()
     batch = collate([dm.datasets["train"][i] for i in range(4)])
     tok = dm.tokenizer
@@ -108,7 +119,7 @@ def test_bad_inputs_raise_clear_errors(tmp_path):
     module = SpecExitModule()
     with pytest.raises(ValueError, match="unknown mode"):
         module.generate("1+2", mode="fast")
-    with pytest.raises(ValueError, match="needs the true answer"):
+    with pytest.raises(ValueError, match="needs the answer to keep"):
         module.generate("1+2", mode="oracle_exit")
     with pytest.raises(ValueError, match="not in the trace vocabulary"):
         module.generate("1*2")
@@ -118,8 +129,8 @@ def test_bad_inputs_raise_clear_errors(tmp_path):
         module.import_files(tmp_path)
     with pytest.raises(ValueError, match="p_wrong"):
         ArithmeticTraceDataModule(p_wrong=1.5)
-    with pytest.raises(ValueError, match="p_skip_checks"):
-        ArithmeticTraceDataModule(p_skip_checks=1.0)
+    with pytest.raises(ValueError, match="p_all_checks"):
+        ArithmeticTraceDataModule(p_all_checks=1.5)
 
 
 def test_prompt_forms_are_equivalent():

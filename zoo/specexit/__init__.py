@@ -24,7 +24,7 @@ register_model(
     "specexit.arith",
     module="zoo.specexit.module:SpecExitModule",
     default=True,
-    description="SpecExit: target LM (0.86M) + EAGLE-style draft with exit signals, on generated arithmetic reasoning",
+    description="SpecExit: target LM (1.78M) + EAGLE-style draft with exit signals, on generated arithmetic reasoning",
     model_args={"stage": "draft"},
     requires=("transformers",),
     extra="nlp",
@@ -33,31 +33,30 @@ register_model(
         "--data.init_args.n_train=64",
         "--data.init_args.n_val=16",
         "--data.init_args.batch_size=8",
+        "--model.init_args.calibrate_problems=0",
     ),
     pretrained_cfg=PretrainedCfg(
         paper=PAPER,
         sha256={
-            "config.json": "3057e090eddca4f9072b4a6843329e2ddb5d29b9d5cbe95482bffffb31378da9",
-            "model.safetensors": "dcd58b84081624382adb156f2c1c5ef48c4e8b4421b2f312c5d4ba2cc286d2eb",
+            "config.json": "58f9954a937c0f54739251f7ee2b206318508522dcabb658b963b7eb51a93e93",
+            "model.safetensors": "530d3c24b77077748d0a6c1353190ab39c76adf9cd47fe84ed7eac765dfffe83",
             "tokenizer.json": "1e8c9c204fcbd307ec8e6fe686965040b51ca3b97847fcad250f57d3cd1daec6",
         },
         task="text-generation",
         datasets=("synthetic-arithmetic-traces",),
         headline="token_reduction_vs_spec",
-        num_params=1104001,
+        num_params=2258113,
         input_format=INPUT_FORMAT,
         notes=(
-            "Two recipes: recipes/specexit/arith_target.yaml (target LM, 233 s on 2 shared cores) then "
-            "recipes/specexit/arith.yaml (draft + signal rows + probe on the frozen target; 382 s under contention). "
-            "zoo eval specexit (3 draft seeds, 100 held-out problems) compares SpecExit with target greedy, "
-            "speculative decoding, a tuned probing exit and label-free references (stop at the first Check: line; "
-            "a fixed token budget; an oracle exit); the card's claims table says which of the spec's thresholds "
-            "hold. Known failure (issue 34): the exit often fires one step late, after a Check: line, where this "
-            "target copies a wrong value into the answer, so SpecExit loses far more than the allowed 1 point of "
-            "accuracy, and the label-free first-Check heuristic is both more accurate and shorter. Deviations: "
-            "0.86M target (spec 1.8M), operands 1-9, 20% of training traces skip checks, alpha 0.9, remain < 14 "
-            "tokens, chain drafting k=4, exit decision reads the delimiter's own signal (see "
-            "zoo/specexit/module.py)."
+            "Three recipes: recipes/specexit/arith_target.yaml (target LM, stage 1a, curriculum 2->6 operands) and "
+            "recipes/specexit/arith_target_more.yaml (stage 1b, continues it), then recipes/specexit/arith.yaml "
+            "(draft + signal rows + probe on the frozen target; calibrates the exit thresholds on 100 validation "
+            "problems when it ends). zoo eval specexit (3 draft seeds) compares SpecExit with target greedy, "
+            "speculative decoding, a calibrated probing exit, an oracle exit at target greedy's own exit label and a "
+            "stop at the first Check: line, on 3-6-operand and on longer (7-10-operand) problems; the card's claims "
+            "table says which of issue 34's thresholds hold. Deviations: operands 1-9, running values <= 49, "
+            "scratchpad traces with 0-4 backward checks, confidence/remain thresholds calibrated (alpha 0.1 as the "
+            "paper), chain drafting k=4, exit decision reads the delimiter's own signal (see zoo/specexit/module.py)."
         ),
     ),
 )

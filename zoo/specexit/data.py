@@ -62,15 +62,15 @@ class TraceDataset(Dataset):
         tokenizer: The trace tokenizer.
         p_wrong: Probability of an injected (and corrected) wrong step.
         seed: Seed of the injected mistakes and of the probe boundaries.
-        p_skip_checks: Probability that a trace has no ``Check:`` steps.
+        p_all_checks: Probability that a trace writes all its checks (else a uniform 0..all-1 of them); 1 writes all.
     """
 
     def __init__(
-        self, problems: list[Problem], tokenizer: TraceTokenizer, p_wrong: float, seed: int, p_skip_checks: float = 0.0
+        self, problems: list[Problem], tokenizer: TraceTokenizer, p_wrong: float, seed: int, p_all_checks: float = 1.0
     ) -> None:
         rng = random.Random(seed)
         self.tokenizer = tokenizer
-        self.traces: list[Trace] = [build_trace(p, tokenizer, rng, p_wrong, p_skip_checks) for p in problems]
+        self.traces: list[Trace] = [build_trace(p, tokenizer, rng, p_wrong, p_all_checks) for p in problems]
         self.probe_boundary = [rng.choice(t.delimiter_pos) for t in self.traces]
         self.suffix = [tokenizer.end_think_id, tokenizer.ids["Answer:"]]
 
@@ -157,6 +157,48 @@ class LengthBucketSampler(Sampler[list[int]]):
         return iter(batches)
 
 
+class CurriculumSampler(Sampler[list[int]]):
+    """Batches of one operand count each; the largest count allowed grows over the first ``curriculum_steps`` batches.
+
+    Batch ``b`` of the run (counted across epochs) draws a count among the traces with at most
+    ``lo + (hi - lo + 1) * b / curriculum_steps`` operands (in proportion to how many there are), then
+    ``batch_size`` random traces of that count (similar lengths, little padding). After the curriculum every
+    count is allowed. An epoch is ``ceil(n / batch_size)`` batches.
+
+    Args:
+        counts: Operand count of every item.
+        batch_size: Items per batch.
+        curriculum_steps: Batches until every count is allowed (0: no curriculum).
+        seed: Seed of the draws.
+    """
+
+    def __init__(self, counts: list[int], batch_size: int, curriculum_steps: int = 0, seed: int = 0) -> None:
+        self.counts, self.batch_size, self.curriculum_steps = counts, batch_size, curriculum_steps
+        self.rng = random.Random(seed)
+        self.by_count: dict[int, list[int]] = {}
+        for index, count in enumerate(counts):
+            self.by_count.setdefault(count, []).append(index)
+        self.lo, self.hi = min(self.by_count), max(self.by_count)
+        self.batches_done = 0
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.counts) / self.batch_size)
+
+    def allowed(self, batch: int) -> int:
+        """The largest operand count batch ``batch`` may draw."""
+        if self.curriculum_steps <= 0 or batch >= self.curriculum_steps:
+            return self.hi
+        return min(self.hi, self.lo + int((self.hi - self.lo + 1) * batch / self.curriculum_steps))
+
+    def __iter__(self):
+        for _ in range(len(self)):
+            top = self.allowed(self.batches_done)
+            pools = [pool for count, pool in sorted(self.by_count.items()) if count <= top]
+            pool = self.rng.choices(pools, weights=[len(p) for p in pools])[0]
+            self.batches_done += 1
+            yield self.rng.sample(pool, min(self.batch_size, len(pool)))
+
+
 class ArithmeticTraceDataModule(pl.LightningDataModule):
     """Generated arithmetic reasoning traces (see :mod:`zoo.specexit.traces`), split into train/val/test.
 
@@ -166,11 +208,14 @@ class ArithmeticTraceDataModule(pl.LightningDataModule):
         n_test: Test traces (the held-out problems ``zoo eval`` decodes).
         batch_size: Batch size.
         p_wrong: Probability that a computation step is written wrong first and then corrected.
-        p_skip_checks: Probability that a training/validation trace has no ``Check:`` steps (answers right after
-            ``L*``), so that a forced ``</think>`` at ``L*`` is in distribution for the target.
+        p_all_checks: Probability that a training/validation trace writes all its checks; otherwise it writes a
+            uniform 0..all-1 of them, so that ``</think>`` after any check is in distribution for the target.
         min_operands: Fewest operands per problem.
         max_operands: Most operands per problem.
         max_value: Largest operand.
+        max_running: Largest running value.
+        curriculum_steps: Training batches over which the largest operand count grows from ``min_operands`` to
+            ``max_operands`` (0: every count from the start).
         seed: Seed of the problems and the injected mistakes.
     """
 
@@ -181,10 +226,12 @@ class ArithmeticTraceDataModule(pl.LightningDataModule):
         n_test: int = 200,
         batch_size: int = 64,
         p_wrong: float = 0.1,
-        p_skip_checks: float = 0.0,
-        min_operands: int = 3,
+        p_all_checks: float = 0.5,
+        min_operands: int = 2,
         max_operands: int = 6,
         max_value: int = 9,
+        max_running: int = 49,
+        curriculum_steps: int = 0,
         seed: int = 0,
     ) -> None:
         super().__init__()
@@ -192,8 +239,8 @@ class ArithmeticTraceDataModule(pl.LightningDataModule):
             raise ValueError(f"need 2 <= min_operands <= max_operands, got {min_operands} and {max_operands}")
         if not 0.0 <= p_wrong < 1.0:
             raise ValueError(f"p_wrong is a probability in [0, 1), got {p_wrong}")
-        if not 0.0 <= p_skip_checks < 1.0:
-            raise ValueError(f"p_skip_checks is a probability in [0, 1), got {p_skip_checks}")
+        if not 0.0 <= p_all_checks <= 1.0:
+            raise ValueError(f"p_all_checks is a probability in [0, 1], got {p_all_checks}")
         self.save_hyperparameters()
         self.tokenizer = TraceTokenizer()
         self.datasets: dict[str, TraceDataset] = {}
@@ -205,11 +252,12 @@ class ArithmeticTraceDataModule(pl.LightningDataModule):
         splits = make_splits(
             h.n_train, h.n_val, h.n_test, h.seed,
             min_operands=h.min_operands, max_operands=h.max_operands, max_value=h.max_value,
+            max_running=h.max_running,
         )  # fmt: skip
         self.splits = splits
         self.datasets = {
-            "train": TraceDataset(splits.train, self.tokenizer, h.p_wrong, h.seed, h.p_skip_checks),
-            "val": TraceDataset(splits.val, self.tokenizer, h.p_wrong, h.seed + 1, h.p_skip_checks),
+            "train": TraceDataset(splits.train, self.tokenizer, h.p_wrong, h.seed, h.p_all_checks),
+            "val": TraceDataset(splits.val, self.tokenizer, h.p_wrong, h.seed + 1, h.p_all_checks),
             "test": TraceDataset(splits.test, self.tokenizer, 0.0, h.seed + 2),
         }
 
@@ -217,9 +265,9 @@ class ArithmeticTraceDataModule(pl.LightningDataModule):
         return DataLoader(self.datasets[split], batch_size=self.hparams.batch_size, collate_fn=collate)
 
     def train_dataloader(self) -> DataLoader:
-        dataset = self.datasets["train"]
-        lengths = [len(t.ids) for t in dataset.traces]
-        sampler = LengthBucketSampler(lengths, self.hparams.batch_size, seed=self.hparams.seed)
+        dataset, h = self.datasets["train"], self.hparams
+        counts = [len(t.problem.operands) for t in dataset.traces]
+        sampler = CurriculumSampler(counts, h.batch_size, h.curriculum_steps, seed=h.seed)
         return DataLoader(dataset, batch_sampler=sampler, collate_fn=collate)
 
     def val_dataloader(self) -> DataLoader:

@@ -19,9 +19,9 @@ With the exit disabled and greedy acceptance the output equals target greedy dec
 Exit policies: :class:`NoExit`, :class:`SignalExit` (SpecExit: EWMA-smoothed draft signals and thresholds),
 :class:`ProbeExit` (the probing baseline: an extra target pass on ``</think>Answer:`` at each delimiter and a
 linear probe on the hidden state, i.e. the overhead SpecExit avoids), :class:`OracleExit` (exit at the
-earliest boundary whose last computed value is the true answer: the upper bound on savings) and two
-label-free references that use none of the method: :class:`FirstCheckStop` (stop at the first ``Check:``)
-and :class:`FixedBudgetExit` (exit at the first delimiter after a fixed number of tokens).
+earliest boundary after which the answer to keep is determined: the upper bound on savings), the label-free
+reference :class:`FirstCheckStop` (stop at the first ``Check:``), and the recorders :class:`SignalRecorder` and
+:class:`ProbeRecorder` that never exit and log what the exit rules see (validation calibration).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from torch import nn
 
 from zoo.specexit.models import EagleDraft, KVCache, chunk_mask, signal_values, target_forward
 from zoo.specexit.tokenizer import TraceTokenizer
-from zoo.specexit.traces import last_computed_value
+from zoo.specexit.traces import readout
 
 
 @dataclass
@@ -42,9 +42,9 @@ class ExitConfig:
     """Thresholds and smoothing of the exit rules (stored in the checkpoint's config.json).
 
     Args:
-        alpha: EWMA weight of the newest signal (paper: 0.1 over 1-4k-token traces; see the module docstring
-            of :mod:`zoo.specexit.module` for the scaled value).
-        confidence: Exit needs smoothed confidence above this (paper: 0.8).
+        alpha: EWMA weight of the newest signal (paper: 0.1).
+        confidence: Exit needs smoothed confidence above this (paper: 0.8; calibrated on validation problems by
+            ``zoo eval specexit``, since with alpha 0.1 over ~10-20 rounds of thinking the EWMA cannot reach 0.8).
         progress: Exit needs smoothed progress above this (paper: 0.3).
         remain: Exit needs smoothed predicted remaining tokens below this (paper: 200 tokens; scaled to about
             0.2 x the median trace length here).
@@ -54,7 +54,7 @@ class ExitConfig:
             :class:`SignalExit`.
     """
 
-    alpha: float = 0.9
+    alpha: float = 0.1
     confidence: float = 0.8
     progress: float = 0.3
     remain: float = 14.0
@@ -253,11 +253,15 @@ class ProbeExit(NoExit):
 
 
 class OracleExit(NoExit):
-    """Exit at the first delimiter after which the last computed value equals the true answer (upper bound).
+    """Exit at the first delimiter whose :func:`~zoo.specexit.traces.readout` is ``answer`` (the ceiling on savings).
+
+    Given the answer the full trace gives (``reference_oracle_exit`` passes target greedy's), this is the trace's
+    :func:`~zoo.specexit.traces.exit_label`, the earliest point after which its answer is determined (greedy traces
+    do not correct themselves after a bare answer line).
 
     Args:
         tokenizer: To read the thinking text.
-        answer: The true answer of the current problem.
+        answer: The answer to keep.
     """
 
     name = "oracle_exit"
@@ -267,14 +271,14 @@ class OracleExit(NoExit):
 
     def decide(self, engine, new_tokens, delimiter) -> bool:
         text = self.tokenizer.decode(engine.emitted_through(delimiter))
-        return last_computed_value(text.rpartition("<think>")[2]) == self.answer
+        return readout(text.rpartition("<think>")[2]) == self.answer
 
 
 class FirstCheckStop(NoExit):
     """Label-free reference: stop decoding at the first ``Check:`` token (the answer is read from the text before it).
 
     It uses nothing of SpecExit (no signal, no probe, no label): only the trace format, in which the redundant
-    checks start right after the last computation step.
+    checks start right after the last computation line.
 
     Args:
         tokenizer: To find the ``Check:`` token id.
@@ -286,23 +290,45 @@ class FirstCheckStop(NoExit):
         self.stop_tokens = (tokenizer.ids["Check:"],)
 
 
-class FixedBudgetExit(NoExit):
-    """Label-free reference: exit at the first step delimiter at or after ``budget`` completion tokens.
+class SignalRecorder(SignalExit):
+    """Never exits; records at every decision the smoothed signals :class:`SignalExit` would compare.
 
-    Args:
-        budget: Completion tokens after which the next delimiter ends the thinking block.
+    Up to its exit, a run of :class:`SignalExit` is the run of plain speculative decoding, so one recorded run gives,
+    for every threshold, the delimiter where SpecExit would exit (the validation calibration uses this).
+
+    Attributes:
+        records: ``(delimiter position, confidence, progress, remain)`` per decision, in order.
     """
 
-    name = "fixed_budget"
-
-    def __init__(self, budget: int) -> None:
-        self.budget, self.prompt_len = budget, 0
-
     def reset(self, engine, prompt) -> None:
-        self.prompt_len = len(prompt)
+        super().reset(engine, prompt)
+        self.records: list[tuple[int, float, float, float]] = []
 
     def decide(self, engine, new_tokens, delimiter) -> bool:
-        return delimiter - self.prompt_len + 1 >= self.budget
+        fresh = engine.signals_at(delimiter).tolist() if self.cfg.read_delimiter else None
+        ewmas = (self.confidence, self.progress, self.remain)
+        if fresh is None:
+            values = [e.value for e in ewmas]
+        else:
+            values = [e.peek(score) for e, score in zip(ewmas, fresh, strict=True)]
+        if None not in values:
+            self.records.append((delimiter, *values))
+        return False
+
+
+class ProbeRecorder(ProbeExit):
+    """Never exits; records the probe's probability at every decision (see :class:`SignalRecorder`).
+
+    Attributes:
+        records: ``(delimiter position, probability)`` per decision, in order.
+    """
+
+    def reset(self, engine, prompt) -> None:
+        self.records: list[tuple[int, float]] = []
+
+    def decide(self, engine, new_tokens, delimiter) -> bool:
+        self.records.append((delimiter, engine.probe_probability(self.probe, self.suffix, delimiter)))
+        return False
 
 
 # ------------------------------------------------------------------------------------------------ decoders

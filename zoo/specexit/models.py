@@ -1,6 +1,6 @@
 """The target "reasoning" LM, the EAGLE-3-style draft with SpecExit's widened ``fc``, and a lean KV-cached forward.
 
-* **Target**: ``transformers.LlamaForCausalLM`` from a small config (d=128, 4 layers, 4 heads, tied
+* **Target**: ``transformers.LlamaForCausalLM`` from a small config (d=192, 4 layers, 4 heads, tied
   embeddings). :func:`target_forward` runs its layers directly with our :class:`KVCache`, returning the
   logits, the final normed hidden state and the concatenated hidden states of the tapped layers
   (EAGLE-3 reads low, middle and high layers: {1, 2, 4} here).
@@ -37,10 +37,10 @@ class TargetConfig:
         max_positions: Longest sequence (prompt + completion) the caches hold.
     """
 
-    hidden_size: int = 128
+    hidden_size: int = 192
     num_layers: int = 4
     num_heads: int = 4
-    intermediate_size: int = 384
+    intermediate_size: int = 512
     max_positions: int = 256
 
 

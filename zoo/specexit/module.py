@@ -12,36 +12,34 @@ Training runs in two stages (two recipes): ``stage="target"`` trains the target 
 for the probing baseline, a linear probe on target hidden states. See :mod:`zoo.specexit.decoding` for the
 decoders and :mod:`zoo.specexit.traces` for the data.
 
-Deviations from the paper and choices where the spec reconstructs (R):
+Deviations from the paper and choices where the spec reconstructs (R) (issue 34 rework):
 
-* Scale: a 0.86 M-parameter ``LlamaForCausalLM`` target (d=128, 4 layers, 4 heads; the spec's d=192 / 1.8 M
-  did not fit the shared CPU budget of ~4 minutes per recipe) and a ~0.25 M-parameter draft on generated
-  arithmetic traces (40-150 tokens) instead of Qwen3 LRMs on GSM8K/GPQA (1-4 k tokens).
-* Traces (R): every trace writes one ``Check:`` step per computation step (the overthinking), except that 20%
-  of the training traces skip all checks and answer right after ``L*`` (spec: 0-4 checks). Greedy decoding
-  still writes all checks, but forcing ``</think>`` at ``L*`` (the early exit) is in distribution for the target.
-* Operands 1-9 (spec: 1-99): with 1-99 the target did not learn multi-digit arithmetic within the 15-minute
-  2-core budget (1.5% answer accuracy after 7 minutes); single-digit operands keep 3-6 operands, the
-  running values up to 54 and the overthinking structure, and the target learns them in budget.
+* Scale: a small ``LlamaForCausalLM`` target (see ``recipes/specexit/arith_target.yaml``) and a ~0.25 M-parameter
+  draft on generated arithmetic traces (20-180 tokens) instead of Qwen3 LRMs on GSM8K/GPQA (1-4 k tokens). The
+  target is a base trained once by its own recipe and published inside ``specexit.arith``; the draft recipe and
+  the evaluation's draft seeds train on it frozen.
+* Traces (R), see :mod:`zoo.specexit.traces`: scratchpad computation lines (each rewrites the remaining
+  expression, a rule that does not depend on the problem's length), then 0-4 redundant backward ``Check:`` lines.
+  Training traces write a random number of checks (all of them half of the time, else uniform), so an exit after
+  any check is in distribution; greedy decoding writes all of them (the overthinking).
+* Length: training problems have 2-6 operands with a curriculum (2 operands first, every count after
+  ``curriculum_steps`` batches); the evaluation adds longer problems (7-10 operands). Operands 1-9 (spec 1-99),
+  running values kept in 0..49, so long problems need no arithmetic the short ones do not.
 * Tokenizer: a 25-token longest-match vocabulary (digits, operators, four word tokens, ``"\\n\\n"`` as the
   single-token step delimiter, ``<think>``/``</think>``); shipped as ``tokenizer.json``.
-* Labels (R): ``L*`` is known by construction (the delimiter closing the last computation step) rather than
-  found by forcing the answer through the target at every boundary; progress = min(1, t/L*), remain =
-  log(max(L*-t, 0)+1) and confidence = 1[the last boundary <= t is at or after L*], as in the spec.
-* Exit decision: the EWMA is updated with each round's mean signal after the check, as in the paper, but the
-  decision at a delimiter folds in the delimiter's own signal, read from the verification pass that accepted
-  it (``ExitConfig.read_delimiter``; a 3-row slice of ``fc``, no extra pass). Here a reasoning step spans about
-  two verification rounds and only the closing delimiter's features tell whether the step was the last one;
-  deciding on the earlier rounds alone fired one step late on most validation problems, and a late exit
-  copies a wrong value (the target answers with the first number of the last ``Check:`` line).
+* Labels (R): the exit label ``L*`` is the earliest delimiter after which the answer the full trace gives is
+  already determined (:func:`zoo.specexit.traces.exit_label`); progress = min(1, t/L*), remain =
+  log(max(L*-t, 0)+1) and confidence = 1[t >= L*], as in the spec. The data acceptance check of the evaluation
+  forces ``</think>`` at L*-1 and L*..L*+3 of clean traces.
+* Exit rule: EWMA weight alpha = 0.1 as in the paper, progress > 0.3 as in the paper. The confidence and remain
+  thresholds are **calibrated** on 100 validation problems when the draft recipe ends (:meth:`calibrate_exit`:
+  fewest tokens within 1 accuracy point of speculative decoding; the probe's threshold likewise, same budget): with
+  alpha 0.1 over the ~10-20 verification rounds of a thinking block the smoothed confidence cannot reach the
+  paper's 0.8. The decision at a delimiter folds in the delimiter's own signal, read from the verification pass that
+  accepted it (``ExitConfig.read_delimiter``; a 3-row slice of ``fc``, no extra pass): only the closing delimiter's
+  features tell whether a line was the last computation.
 * Loss weights (R): token CE (teacher-forced) + 1.0 x CE of the second unrolled step (self-feature) +
   1.0 BCE(confidence) + 1.0 MSE(progress) + 0.5 SmoothL1(log-remain).
-* Thresholds: confidence 0.8 and progress 0.3 as in the paper; remain < 14 tokens (paper: 200 for
-  1-4 k-token traces; scaled to 0.2 x the median trace length of 72 tokens, as the spec prescribes).
-* EWMA weight alpha = 0.9 (paper: 0.1). The paper's window of about 1/alpha = 10 verification rounds is a small
-  fraction of its ~300+ rounds per trace; here a whole thinking block is ~10-20 rounds, so alpha = 0.1
-  could never lift the smoothed confidence above 0.8 before the trace ends. 0.9 keeps one round of
-  memory; ``benchmarks/specexit_alpha.py`` sweeps alpha on the validation split.
 * Drafting: a chain of depth ``k`` = 4 (top-1) instead of EAGLE-3's dynamic tree (60 tokens, depth 5,
   top-k 10): a tree adds little on CPU at this scale.
 * EAGLE-3's 2H-wide draft attention is replaced by a 2H -> H projection before a stock ``LlamaDecoderLayer``.
@@ -149,6 +147,9 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
         lr: Peak learning rate (AdamW, linear warm-up, cosine decay to 10%).
         weight_decay: AdamW weight decay.
         warmup_steps: Warm-up steps.
+        calibrate_problems: For ``stage="draft"``: when training ends, choose SpecExit's exit thresholds and the
+            probe's on this many **validation** problems (:func:`zoo.specexit.calibration.calibrate`: fewest tokens
+            within 1 accuracy point of speculative decoding) and store them in ``exit_rule`` (0: keep ``exit_rule``).
     """
 
     DEFAULT_PRETRAINED_CFG = {"input_format": INPUT_FORMAT}
@@ -166,6 +167,7 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
         lr: float = 2e-3,
         weight_decay: float = 0.0,
         warmup_steps: int = 50,
+        calibrate_problems: int = 0,
     ) -> None:
         super().__init__()
         if stage not in STAGES:
@@ -222,7 +224,7 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
     # -------------------------------------------------------------------------------------- training
 
     def setup(self, stage: str) -> None:
-        reason = "its data's length-bucketed batch sampler is not sharded across processes (no DistributedSampler)"
+        reason = "its data's curriculum batch sampler is not sharded across processes (no DistributedSampler)"
         refuse_distributed(self, reason, stage)
         if stage == "fit" and self.hparams.target_from:
             self.load_target(self.hparams.target_from)
@@ -248,6 +250,38 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
             raise ZooError(
                 f"{path} does not fit the target architecture (missing {missing[:3]}, unexpected {unexpected[:3]})"
             )
+
+    def on_train_end(self) -> None:
+        """Draft stage: calibrate the exit thresholds on validation problems (before the export writes config.json)."""
+        trainer = self.trainer
+        if self.hparams.stage != "draft" or self.hparams.calibrate_problems <= 0 or trainer.fast_dev_run:
+            return
+        self.calibrate_exit(self.hparams.calibrate_problems)
+
+    def calibrate_exit(self, problems: int) -> dict:
+        """Choose the exit thresholds on the first ``problems`` validation problems and store them in ``exit_rule``."""
+        import dataclasses
+
+        from zoo.specexit.calibration import calibrate
+        from zoo.specexit.evaluate import validation_problems
+
+        was_training, threads = self.training, torch.get_num_threads()
+        self.eval()
+        torch.set_num_threads(1)
+        try:
+            chosen = calibrate(self, validation_problems(problems))
+        finally:
+            torch.set_num_threads(threads)
+            self.train(was_training)
+        self.exit_rule = dataclasses.replace(
+            self.exit_rule,
+            confidence=chosen["specexit"]["confidence"],
+            remain=chosen["specexit"]["remain"],
+            probe_threshold=chosen["probe_exit"]["threshold"],
+        )
+        self.hparams["exit_rule"] = self.exit_rule
+        self.calibration = {key: chosen[key] for key in ("specexit", "probe_exit", "speculative", "problems")}
+        return chosen
 
     def _target_step(self, batch: dict) -> dict[str, torch.Tensor]:
         ids, mask = batch["input_ids"], batch["loss_mask"]
@@ -364,7 +398,7 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
             return ProbeExit(self.probe, self.exit_rule.probe_threshold, suffix)
         if mode == "oracle_exit":
             if answer is None:
-                raise ValueError("mode 'oracle_exit' needs the true answer: generate(..., answer=...)")
+                raise ValueError("mode 'oracle_exit' needs the answer to keep: generate(..., answer=...)")
             return OracleExit(self.tokenizer, answer)
         raise ValueError(f"unknown mode {mode!r}; choose one of {MODES}")
 
@@ -398,7 +432,8 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
                 ``oracle_exit`` (needs ``answer``).
             temperature: 0 for greedy, else sampling (the acceptance rule keeps the target distribution).
             generator: Randomness for sampling.
-            answer: True answer, for ``oracle_exit``.
+            answer: For ``oracle_exit``: the answer to keep (the eval passes target greedy's); the exit fires where
+                the thinking first states it.
 
         Returns:
             The result; ``result.text`` is the decoded completion.
@@ -442,6 +477,7 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
             "step_delimiters": ["\n\n"],
             "stop_think_token": "</think>",
             "signals": ["confidence", "progress", "remain"][: self.draft.n_signals],
+            **({"calibration": self.calibration} if getattr(self, "calibration", None) else {}),
             "num_params": {
                 "target": sum(p.numel() for p in self.target.parameters()),
                 "draft": sum(p.numel() for p in self.draft.parameters()),

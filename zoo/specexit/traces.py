@@ -1,36 +1,35 @@
-"""Generated reasoning traces with known overthinking: multi-step integer arithmetic.
+"""Generated reasoning traces with known overthinking: multi-step integer arithmetic (issue 34 format).
 
-A problem is a chain of 3-6 operands in 1..9 joined by ``+``/``-`` (a ``-`` whose result would be
-negative becomes ``+``, so every running value lies in 0..54; ``max_value`` widens the operand range).
-Its trace, in the format of a reasoning model with a thinking block, is::
+A problem is a chain of operands in 1..9 joined by ``+``/``-``; every running value stays in ``0..max_running``
+(a ``-`` that would go negative becomes ``+``, a ``+`` that would pass ``max_running`` becomes ``-``), so the
+arithmetic facts a long problem needs are the ones a short problem needs. Its trace, in the format of a
+reasoning model with a thinking block, is::
 
-    Q:8+4-7+9=?<think>8+4=12.\\n\\n12-7=5.\\n\\n5+9=14.\\n\\nCheck: 12-4=8.\\n\\n
-    Check: 5+7=12.\\n\\nCheck: 14-9=5.\\n\\n</think>Answer: 14<eos>
+    Q:8+4-7+9=?<think>12-7+9.\\n\\n5+9.\\n\\n14.\\n\\nCheck: 14-9=5.\\n\\nCheck: 5+7=12.\\n\\n</think>Answer: 14<eos>
 
-* one computation step per operator, each closed by the single-token delimiter ``"\\n\\n"``;
-* with probability ``p_wrong`` a computation step is first written with a wrong result and then
-  corrected (``Wait, 8+4=12.``), so the position of the sufficient step varies beyond the operand count;
-* then one redundant inverse check per computation step: the **overthinking**, about half the trace;
-  with probability ``p_skip_checks`` (training data only) a trace skips all checks and closes the thinking
-  block right at ``L*``, so that forcing ``</think>`` there (what an early exit does) is in distribution for
-  the target. Greedy decoding still writes every check (the more likely branch), so the overthinking stays.
+* **computation lines** (a scratchpad): each line rewrites the remaining expression with its first operation done,
+  so every line depends only on the line before it (a local rule that does not depend on the problem's length,
+  which is what lets the target generalise to more operands than it was trained on); the last computation line
+  is the bare answer;
+* with probability ``p_wrong`` a computation line is first written with a wrong first value (+-1 or +-10) and then
+  corrected (``Wait, 12-7+9.``), so that the position of the answer varies beyond the operand count (the wrong
+  digits are context, never targets: greedy decoding never writes them);
+* then ``c`` redundant **checks**, the overthinking: each undoes one step, from the last backwards
+  (``Check: 14-9=5.`` reads the last operator and operand, right before ``=?``); at most ``max_checks`` (4) and at
+  most one per step. Training traces draw ``c`` at random in ``0..c_max`` (``c_max`` with probability
+  ``p_all_checks``, the others uniformly), so ``</think>`` after **any** number of checks is in distribution for
+  the target (issue 34: with one check per step in forward order, an exit one check late read a wrong number);
+  greedy decoding still writes all ``c_max`` checks (the more likely branch at every check).
 
-The answer is fixed once the last computation step is written, so the earliest sufficient boundary
-``L*`` is known by construction: the delimiter that closes the last (corrected) computation step.
-Forcing ``</think>Answer:`` there gives the right answer; forcing it at any earlier boundary gives an
-intermediate value (the spec defines L* by forcing the trained target; here the construction gives it
-exactly, which is what the issue asks for).
+**Exit label** (:func:`exit_label`, the paper's definition): the earliest step delimiter after which the final
+answer is already determined, i.e. from which on the answer the thinking block states (:func:`readout`: the
+bare-number computation line, after corrections) is the answer the full trace gives. For a generated trace that
+is the delimiter closing the last (corrected) computation line, ``L*``; a surface marker such as the first
+``Check:`` plays no role (a wrong bare line that is corrected later is not determined).
 
-Signal labels per token position ``t`` (counted from ``<think>``, ``L = L* - think``):
-
-* ``progress = min(1, t / L)``;
-* ``remain = log(max(L - t, 0) + 1)`` (the draft regresses remaining length in log space);
-* ``confidence = 1`` once the last boundary at or before ``t`` is ``L*`` or later, i.e. forcing the answer
-  there is correct (the spec's label): 0 inside the last computation step, 1 from its closing delimiter on.
-  The exit rule reads the signal of the delimiter it stands on (see :class:`~zoo.specexit.decoding.SignalExit`),
-  so the exit can fire exactly at ``L*``. (An earlier variant labelled the whole last step 1, so that the
-  paper's update-after-check order could fire at ``L*``; mid-step positions cannot know that their step is
-  the last, and that label left the signal at the delimiters too weak: exits came one step late.)
+Signal labels per token position ``t`` (counted from ``<think>``, ``L = L* - think``): ``progress = min(1, t/L)``;
+``remain = log(max(L - t, 0) + 1)``; ``confidence = 1`` from ``L*`` on (forcing the answer at the last boundary
+at or before ``t`` keeps the full trace's answer), 0 before.
 """
 
 from __future__ import annotations
@@ -42,6 +41,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zoo.specexit.tokenizer import DELIM, END_THINK, EOS, THINK, TraceTokenizer
+
+MAX_CHECKS = 4
 
 
 @dataclass(frozen=True)
@@ -58,10 +59,7 @@ class Problem:
 
     @property
     def expression(self) -> str:
-        parts = [str(self.operands[0])]
-        for op, value in zip(self.ops, self.operands[1:], strict=True):
-            parts += [op, str(value)]
-        return "".join(parts)
+        return self.remaining(0)
 
     @property
     def prompt(self) -> str:
@@ -76,33 +74,52 @@ class Problem:
             values.append(current)
         return values
 
+    def remaining(self, steps: int, first: int | None = None) -> str:
+        """The expression after ``steps`` steps: the running value then the operations not yet done.
+
+        Args:
+            steps: Steps done (0: the problem itself).
+            first: Write this value in place of the running value (an injected mistake).
+        """
+        value = self.operands[0] if steps == 0 else self.running_values()[steps - 1]
+        parts = [str(value if first is None else first)]
+        for op, operand in zip(self.ops[steps:], self.operands[steps + 1 :], strict=True):
+            parts += [op, str(operand)]
+        return "".join(parts)
+
     @property
     def answer(self) -> int:
         return self.running_values()[-1]
 
 
-def sample_problem(rng: random.Random, min_operands: int = 3, max_operands: int = 6, max_value: int = 9) -> Problem:
-    """A random problem whose running values never go negative.
+def sample_problem(
+    rng: random.Random, min_operands: int = 3, max_operands: int = 6, max_value: int = 9, max_running: int = 49
+) -> Problem:
+    """A random problem whose running values stay in ``0..max_running``.
 
     Args:
         rng: Source of randomness.
         min_operands: Fewest operands.
         max_operands: Most operands.
         max_value: Largest operand.
+        max_running: Largest running value (a ``+`` that would pass it becomes ``-``).
     """
     count = rng.randint(min_operands, max_operands)
     operands = [rng.randint(1, max_value) for _ in range(count)]
+    operands[0] = min(operands[0], max_running)
     ops, current = [], operands[0]
     for value in operands[1:]:
         op = rng.choice("+-")
         if op == "-" and current - value < 0:
             op = "+"
+        elif op == "+" and current + value > max_running:
+            op = "-"
         current = current + value if op == "+" else current - value
         ops.append(op)
     return Problem(tuple(operands), tuple(ops))
 
 
-def sample_problems(n: int, seed: int, exclude: set[str] | None = None, **kwargs) -> list[Problem]:
+def sample_problems(n: int, seed: int, exclude: set[str] | frozenset[str] | None = None, **kwargs) -> list[Problem]:
     """``n`` distinct problems (none of whose expressions is in ``exclude``).
 
     Args:
@@ -112,12 +129,28 @@ def sample_problems(n: int, seed: int, exclude: set[str] | None = None, **kwargs
         **kwargs: Passed to :func:`sample_problem`.
     """
     rng, seen, out = random.Random(seed), set(exclude or ()), []
+    tries = 0
     while len(out) < n:
         problem = sample_problem(rng, **kwargs)
+        tries += 1
         if problem.expression not in seen:
             seen.add(problem.expression)
             out.append(problem)
+        elif tries > 200 * n + 10000:
+            raise ValueError(f"cannot draw {n} distinct problems with {kwargs}; ask for fewer")
     return out
+
+
+def max_checks(problem: Problem, limit: int = MAX_CHECKS) -> int:
+    """Most checks a trace of ``problem`` writes (one per step, at most ``limit``)."""
+    return min(limit, len(problem.ops))
+
+
+def sample_checks(rng: random.Random, most: int, p_all: float) -> int:
+    """Number of checks of a training trace: ``most`` with probability ``p_all``, else uniform in ``0..most-1``."""
+    if most == 0 or rng.random() < p_all:
+        return most
+    return rng.randrange(most)
 
 
 @dataclass
@@ -130,12 +163,11 @@ class Trace:
         prompt_len: Number of prompt tokens (the prompt ends with ``<think>``).
         think_pos: Index of ``<think>``.
         end_think_pos: Index of ``</think>``.
-        lstar_pos: Index of the delimiter closing the last computation step (the earliest sufficient boundary).
+        lstar_pos: Index of the exit label: the delimiter closing the last computation line (:func:`exit_label`).
         delimiter_pos: Indices of all step delimiters inside the thinking block.
-        step_end: For each position in the thinking block, the index of the delimiter closing its step
-            (-1 outside the block).
-        noise_pos: Positions of the digits of injected wrong results (not learned as targets: the model should
+        noise_pos: Positions of the digits of injected wrong values (not learned as targets: the model should
             learn to correct a mistake, not to make one).
+        checks: Number of ``Check:`` lines.
     """
 
     problem: Problem
@@ -145,8 +177,8 @@ class Trace:
     end_think_pos: int
     lstar_pos: int
     delimiter_pos: list[int] = field(default_factory=list)
-    step_end: list[int] = field(default_factory=list)
     noise_pos: list[int] = field(default_factory=list)
+    checks: int = 0
 
     def signal_labels(self) -> dict[str, np.ndarray]:
         """Per-position labels ``confidence``, ``progress``, ``remain`` (log space) and ``mask``.
@@ -175,58 +207,59 @@ def build_trace(
     tokenizer: TraceTokenizer,
     rng: random.Random | None = None,
     p_wrong: float = 0.0,
-    p_skip_checks: float = 0.0,
+    p_all_checks: float = 1.0,
+    checks: int | None = None,
+    limit: int = MAX_CHECKS,
 ) -> Trace:
     """Write the reasoning trace of ``problem`` (see the module docstring for the format).
 
     Args:
         problem: The problem.
         tokenizer: Tokenizer of the traces.
-        rng: Source of randomness for injected mistakes and skipped checks (None: neither).
-        p_wrong: Probability that a computation step is first written wrong, then corrected.
-        p_skip_checks: Probability that the trace has no ``Check:`` steps (``</think>`` right after ``L*``).
+        rng: Source of randomness for injected mistakes and the number of checks (None: neither; all checks).
+        p_wrong: Probability that a computation line is first written wrong, then corrected.
+        p_all_checks: Probability that a trace with ``rng`` writes all its checks (else 0..all-1, uniformly).
+        checks: Write exactly this many checks (clipped to the most the problem has); overrides ``rng``.
+        limit: Most checks of any trace.
     """
-    skip_checks = rng is not None and p_skip_checks > 0 and rng.random() < p_skip_checks
+    most = max_checks(problem, limit)
+    if checks is not None:
+        count = max(0, min(checks, most))
+    elif rng is not None:
+        count = sample_checks(rng, most, p_all_checks)
+    else:
+        count = most
     ids = tokenizer.encode(problem.prompt)
     prompt_len, think_pos = len(ids), len(ids) - 1
-    step_end = [-1] * len(ids)
     delimiters: list[int] = []
-
-    def add_step(text: str) -> None:
-        step = tokenizer.encode(text + DELIM)
-        ids.extend(step)
-        delimiters.append(len(ids) - 1)
-        step_end.extend([len(ids) - 1] * len(step))
-
-    step_end[think_pos] = -2  # patched below to the end of the first step
     noise: list[int] = []
+
+    def add_line(text: str) -> None:
+        ids.extend(tokenizer.encode(text + DELIM))
+        delimiters.append(len(ids) - 1)
+
     values = problem.running_values()
-    previous = problem.operands[0]
-    for op, value, result in zip(problem.ops, problem.operands[1:], values, strict=True):
+    for step, result in enumerate(values, start=1):
         if rng is not None and p_wrong > 0 and rng.random() < p_wrong:
             wrong = result + rng.choice((-10, -1, 1, 10))
             if wrong < 0 or wrong == result:
                 wrong = result + 1
-            add_step(f"{previous}{op}{value}={wrong}.")
-            digits = len(str(wrong))  # the step ends "<digits>." + delimiter
-            noise.extend(range(len(ids) - 2 - digits, len(ids) - 2))
-            add_step(f"Wait, {previous}{op}{value}={result}.")
+            start = len(ids)
+            add_line(f"{problem.remaining(step, first=wrong)}.")
+            noise.extend(range(start, start + len(str(wrong))))
+            add_line(f"Wait, {problem.remaining(step)}.")
         else:
-            add_step(f"{previous}{op}{value}={result}.")
-        previous = result
+            add_line(f"{problem.remaining(step)}.")
     lstar_pos = delimiters[-1]
-    previous = problem.operands[0]
-    for op, value, result in zip(problem.ops, problem.operands[1:], values, strict=True):
-        if skip_checks:
-            break
+    previous = [problem.operands[0], *values]
+    for j in range(count):
+        step = len(values) - j  # undo steps from the last backwards
+        op, operand = problem.ops[step - 1], problem.operands[step]
         inverse = "-" if op == "+" else "+"
-        add_step(f"Check: {result}{inverse}{value}={previous}.")
-        previous = result
-    step_end[think_pos] = delimiters[0]
+        add_line(f"Check: {previous[step]}{inverse}{operand}={previous[step - 1]}.")
     end_think_pos = len(ids)
     ids.extend(tokenizer.encode(f"{END_THINK}Answer: {problem.answer}{EOS}"))
-    step_end.extend([-1] * (len(ids) - len(step_end)))
-    return Trace(problem, ids, prompt_len, think_pos, end_think_pos, lstar_pos, delimiters, step_end, noise)
+    return Trace(problem, ids, prompt_len, think_pos, end_think_pos, lstar_pos, delimiters, noise, count)
 
 
 def parse_answer(text: str) -> int | None:
@@ -240,19 +273,78 @@ def parse_answer(text: str) -> int | None:
     return int(digits) if found and digits else None
 
 
+def _computation_lines(thinking: str) -> list[str]:
+    """The complete computation lines (not ``Check:``) of a thinking text, ``Wait, `` stripped."""
+    lines = thinking.split(DELIM)[:-1]  # the part after the last delimiter is an unfinished line
+    out = []
+    for line in lines:
+        line = line.strip()
+        if line.startswith("Wait,"):
+            line = line[len("Wait,") :].strip()
+        if line and not line.startswith("Check:"):
+            out.append(line)
+    return out
+
+
+def _leading_int(text: str) -> int | None:
+    digits = ""
+    for char in text:
+        if not char.isdigit():
+            break
+        digits += char
+    return int(digits) if digits else None
+
+
 def last_computed_value(thinking: str) -> int | None:
-    """The result of the last computation step (not a ``Check:``) written so far, or None."""
-    for step in reversed(thinking.split(DELIM)):
-        step = step.strip()
-        if not step or step.startswith("Check:") or "=" not in step:
-            continue
-        value = step.rpartition("=")[2].rstrip(".")
-        return int(value) if value.isdigit() else None
-    return None
+    """The running value of the last complete computation line (its leading number), or None."""
+    lines = _computation_lines(thinking)
+    return _leading_int(lines[-1]) if lines else None
 
 
-def median_trace_length(n: int = 200, seed: int = 0) -> int:
+def readout(thinking: str) -> int | None:
+    """The answer the thinking so far states: the last computation line when it is a bare number (``14.``), or None.
+
+    Only complete lines (closed by a delimiter) count; checks are ignored, a ``Wait,`` correction replaces the line
+    before it.
+    """
+    lines = _computation_lines(thinking)
+    if not lines:
+        return None
+    body = lines[-1].rstrip(".")
+    return int(body) if body.isdigit() else None
+
+
+def exit_label(tokens: list[int], tokenizer: TraceTokenizer) -> int | None:
+    """The exit label of a trace: the earliest delimiter after which the final answer is already determined.
+
+    That is the first thinking delimiter ``d`` such that at ``d`` and at every later thinking delimiter the
+    :func:`readout` equals the answer the full trace gives (after ``Answer:``), so that ending the thinking block at
+    ``d`` keeps the trace's answer.
+
+    Args:
+        tokens: Token ids of a whole trace: a completion (starting after ``<think>``) or prompt + completion.
+        tokenizer: The trace tokenizer.
+
+    Returns:
+        The index in ``tokens`` of that delimiter, or None when the trace states no answer, has no thinking block
+        end, or its answer is never the thinking block's readout.
+    """
+    text_answer = parse_answer(tokenizer.decode(tokens))
+    if text_answer is None or tokenizer.end_think_id not in tokens:
+        return None
+    start = tokens.index(tokenizer.think_id) + 1 if tokenizer.think_id in tokens else 0
+    end = tokens.index(tokenizer.end_think_id)
+    delimiters = [i for i in range(start, end) if tokens[i] == tokenizer.delim_id]
+    label = None
+    for position in reversed(delimiters):
+        if readout(tokenizer.decode(tokens[start : position + 1])) != text_answer:
+            break
+        label = position
+    return label
+
+
+def median_trace_length(n: int = 200, seed: int = 0, **kwargs) -> int:
     """Median number of completion tokens of clean traces (used to scale the ``remain`` threshold)."""
     tokenizer = TraceTokenizer()
-    lengths = [len(t.ids) - t.prompt_len for t in (build_trace(p, tokenizer) for p in sample_problems(n, seed))]
-    return int(math.floor(float(np.median(lengths))))
+    traces = (build_trace(p, tokenizer) for p in sample_problems(n, seed, **kwargs))
+    return int(math.floor(float(np.median([len(t.ids) - t.prompt_len for t in traces]))))
