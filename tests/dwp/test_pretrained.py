@@ -9,8 +9,8 @@ from zoo._cards import load_metrics
 from zoo.dwp.evaluate import score_pretrained
 
 # The card's seed 0 is the published checkpoint, scored on the card's own first `eval_images` test images with
-# the same 10 additive draws of seed 0 as here, so it is reproduced up to float noise; the tolerance (about 3
-# binomial standard errors at 2,000 images) also covers a card measured on another number of images.
+# the same additive draws of seed 0 as here (the eval's default `draws`), so it is reproduced up to float noise;
+# the tolerance (about 3 binomial standard errors at 2,000 images) also covers a card measured on other images.
 TOLERANCE = 0.03
 
 

@@ -35,9 +35,10 @@ class DWPModule(ImageClassifierMixin, pl.LightningModule):
     take raw Fashion-MNIST pixels (uint8, or floats in [0, 1]) and apply the ``pretrained_cfg`` normalisation
     (mean 0.2860, std 0.3530); ``model.label_names`` names the classes.
 
-    ``mode="standard"`` trains on clean weights; ``"noise_injection"`` on one fresh mismatch draw per step
-    (K = 1, all sample weights 1); ``"dwp"`` on K draws per step with the DWP sample weights. The
-    perturbation is applied functionally (``torch.func.functional_call``), so the stored weights stay clean.
+    ``mode="standard"`` trains on clean weights; ``"noise_injection"`` on ``k`` fresh mismatch draws per step
+    with all sample weights 1 (``k=1`` is plain noise injection; ``k=4`` is compute-matched to DWP's K = 4);
+    ``"dwp"`` on ``k`` draws per step with the DWP sample weights. The perturbation is applied functionally
+    (``torch.func.functional_call``), so the stored weights stay clean.
 
     Args:
         mode: ``"standard"``, ``"noise_injection"`` or ``"dwp"``.
@@ -49,7 +50,7 @@ class DWPModule(ImageClassifierMixin, pl.LightningModule):
         in_chans: Input channels.
         sigma_train: Training mismatch level (noise injection and DWP).
         noise_form: ``"additive"`` (max-scaled) or ``"multiplicative"``.
-        k: Realisations per batch (DWP; noise injection always uses one).
+        k: Realisations per batch (DWP: at least 2; noise injection: at least 1).
         lam: Weight of the adaptive part of the sample weights (DWP).
         temperature: Temperature of the batch softmax over disagreements (DWP).
         curriculum: Fraction of the training steps over which the mismatch ramps up linearly from 0.
@@ -70,9 +71,9 @@ class DWPModule(ImageClassifierMixin, pl.LightningModule):
         self,
         mode: str = "dwp",
         backbone: str = "resnet_fmnist",
-        channels: tuple[int, ...] = (8, 16, 16, 32),
-        stem_width: int = 8,
-        norm_groups: int = 4,
+        channels: tuple[int, ...] = (16, 32, 64, 128),
+        stem_width: int = 16,
+        norm_groups: int = 8,
         num_classes: int = 10,
         in_chans: int = 1,
         sigma_train: float = 0.5,
@@ -132,7 +133,7 @@ class DWPModule(ImageClassifierMixin, pl.LightningModule):
             self.log("train/acc", (logits.argmax(-1) == y).float().mean(), prog_bar=True)
         else:
             sigma = self.current_sigma()
-            k = h.k if h.mode == "dwp" else 1
+            k = h.k
             params = {n: p for n, p in self.net.named_parameters() if n in self.perturbed_names}
             perturbed = sample_realisations(params, self.perturbed_names, sigma, h.noise_form, k)
             logits = realisation_logits(self.net, x, perturbed, vectorize=h.vectorize)
