@@ -10,9 +10,10 @@ import pytest
 
 from zoo._errors import ZooError
 from zoo.aporia.dataset import (
-    ARTIFACT,
+    PUBLISHED_SEEDS,
     SocratesConfig,
     SocratesMini,
+    artifact_name,
     load_artifact,
     sample_pairs,
     save_artifact,
@@ -137,7 +138,7 @@ def _toy_dataset(seed: int) -> SocratesMini:
 
 
 def test_artifact_round_trip_and_hash_check(tmp_path):
-    path = tmp_path / ARTIFACT
+    path = tmp_path / "socrates_mini.npz"
     digest = save_artifact({0: _toy_dataset(0), 1: _toy_dataset(1)}, path)
     assert digest == sha256_file(path)
     loaded = load_artifact(path, digest)
@@ -163,9 +164,15 @@ def test_published_artifact_is_checked_against_the_registry_pin(monkeypatch):
     from zoo.aporia import dataset
 
     pins = get_entry("aporia.socrates_mini").pretrained_cfg.sha256
-    assert ARTIFACT in pins, "the shipped dataset must be pinned"
-    assert sha256_file(dataset.artifact_path()) == pins[ARTIFACT]
+    for seed in PUBLISHED_SEEDS:
+        name = artifact_name(seed)
+        assert name in pins, "every shipped dataset must be pinned"
+        assert sha256_file(dataset.artifact_path(seed)) == pins[name]
+        assert dataset.artifact_path(seed).stat().st_size < 10_000_000, "each shipped file stays under 10 MB"
     monkeypatch.setattr(dataset, "_PUBLISHED", {})
-    monkeypatch.setitem(pins, ARTIFACT, "f" * 64)  # a pin the shipped file does not match
+    monkeypatch.setitem(pins, artifact_name(1), "f" * 64)  # a pin the shipped file does not match
+    assert dataset.published(0).pairs  # each seed's file is checked on its own
     with pytest.raises(ZooError, match="corrupted or was rebuilt"):
-        dataset.published(0)
+        dataset.published(1)
+    with pytest.raises(ZooError, match="published for dataset seeds"):
+        dataset.published(7)

@@ -18,7 +18,8 @@ PAPER = PaperRef(
 
 _DATA_NOTES = (
     "SOCRATES-300K and the paper's ten LLMs are not obtainable offline; SOCRATES-mini is built instead "
-    "(pipeline: python -m zoo.aporia.build; the datasets ship as socrates_mini.npz in the detector's folder, "
+    "(pipeline: python -m zoo.aporia.build; the datasets ship as socrates_mini_seed<S>.npz, one file per dataset "
+    "seed, in the detector's folder, "
     "sha256-pinned and checked on load). Generators: six small causal LMs of our own in four families "
     "(GPT-2 d64/L2 and d128/L4, Qwen2 d96/L2, Llama d96/L3 and d128/L4, GPT-NeoX d128/L3; 0.24-1.1 M parameters, "
     "byte-level BPE 2048), trained from scratch on countryinfo facts (8 attributes, 1881 facts; 5 questions per "
@@ -64,7 +65,9 @@ register_model(
             "config.json": "870ed87f6d37254d3049ebf42816c940e53aa85b33bd36e5fd3eb205d1dc5f51",
             "model.safetensors": "dd7eeae890d25b804c4d86f273a39c444f07a6988e7477bbafb70bed05779f72",
             "pairs.json": "561035727404e2cd4776bc94a2c415203727165e58c378e122f2fed5ea81242c",
-            "socrates_mini.npz": "324eee11b57fa83dd6533adf2bb5a60b2312c1b5a8b5f13c52b930de06432f7f",
+            "socrates_mini_seed0.npz": "cf37cbe1a77bb1a825ed4bc4628ba6379fa022ea4256936547e20d66bb3f2199",
+            "socrates_mini_seed1.npz": "9a2f2e4e9f42313779770dbb7f89fd6a8d48abbc2748e609d88357d18e3067f0",
+            "socrates_mini_seed2.npz": "d3ef6f85064443c76abf29c7d53b9dde6a52f19909275d8f7ae9b1c5232acc74",
         },
         task="text-classification",
         input_format=DETECTOR_INPUT,

@@ -1,14 +1,15 @@
-"""Build the shipped SOCRATES-mini artifact: ``python -m zoo.aporia.build [--seeds 0 1 2] [--out FILE]``.
-
-``--merge FILE ...`` adds the datasets of earlier artifacts (bit for bit) to those built now, so seeds can be
-built in separate runs: ``--seeds 1 --out a.npz``, ``--seeds 2 --out b.npz``, then
-``--seeds --merge socrates_mini.npz a.npz b.npz``.
+"""Build the shipped SOCRATES-mini artifacts: ``python -m zoo.aporia.build [--seeds 0 1 2] [--out FILE]``.
 
 The pipeline: load the published generator LMs (sha256-verified), sample, label and embed one dataset per
-seed (:func:`zoo.aporia.dataset.build_socrates_mini`), write them into one ``.npz``
-(:func:`zoo.aporia.dataset.save_artifact`) and print its sha256 with per-generator statistics. By default it
-writes ``hub_cards/aporia.socrates_mini/socrates_mini.npz``; the printed digest goes into the registry pin
-(``zoo/aporia/__init__.py``), which :func:`zoo.aporia.dataset.published` checks on every load.
+seed (:func:`zoo.aporia.dataset.build_socrates_mini`), write each into its own ``.npz``
+(:func:`zoo.aporia.dataset.save_artifact`; ``hub_cards/aporia.socrates_mini/socrates_mini_seed<S>.npz``, one
+file per seed keeps each under the 10 MB file limit) and print the sha256 digests with per-generator
+statistics. The digests go into the registry pins (``zoo/aporia/__init__.py``), which
+:func:`zoo.aporia.dataset.published` checks on every load. ``--out FILE`` writes every dataset into one file.
+
+``--merge FILE ...`` adds the datasets of earlier artifacts (bit for bit) to those built now, so seeds can be
+built in separate runs and written out together: ``--seeds --merge a.npz b.npz`` rewrites their datasets into
+the per-seed files without sampling anything.
 """
 
 from __future__ import annotations
@@ -53,24 +54,24 @@ def main(argv: list[str] | None = None) -> int:
             if seed in kept or seed in args.seeds:
                 parser.error(f"dataset seed {seed} comes twice (--merge {path})")
             kept[seed] = dataset
-    if not args.seeds:
-        digest = save_artifact(_first_wins(kept), args.out or artifact_path())
-        print(json.dumps({"artifact": str(args.out or artifact_path()), "sha256": digest, "seeds": sorted(kept)}))
-        return 0
     folders = dict(item.split("=", 1) for item in args.generator)
     unknown = sorted(set(folders) - set(config.generators))
     if unknown:
         parser.error(f"--generator {', '.join(unknown)}: not one of {', '.join(config.generators)}")
-    generators = load_generators(tuple(n for n in config.generators if n not in folders))
-    generators |= {name: zoo.load(folder) for name, folder in folders.items()}
-    generators = {name: generators[name] for name in config.generators}
     datasets, started = {}, time.perf_counter()
-    for seed in args.seeds:
-        datasets[seed] = build_socrates_mini(replace(config, seed=seed), generators)
-        print(json.dumps({"seed": seed, "pairs": len(datasets[seed]), "models": datasets[seed].models}, indent=1))
-    out = args.out or artifact_path()
-    digest = save_artifact(datasets | _first_wins(kept), out)
-    print(json.dumps({"artifact": str(out), "sha256": digest, "build_s": round(time.perf_counter() - started, 1)}))
+    if args.seeds:
+        generators = load_generators(tuple(n for n in config.generators if n not in folders))
+        generators |= {name: zoo.load(folder) for name, folder in folders.items()}
+        generators = {name: generators[name] for name in config.generators}
+        for seed in args.seeds:
+            datasets[seed] = build_socrates_mini(replace(config, seed=seed), generators)
+            print(json.dumps({"seed": seed, "pairs": len(datasets[seed]), "models": datasets[seed].models}, indent=1))
+    datasets |= _first_wins(kept)
+    if args.out:
+        written = {str(args.out): save_artifact(datasets, args.out)}
+    else:
+        written = {str(artifact_path(s)): save_artifact({s: d}, artifact_path(s)) for s, d in sorted(datasets.items())}
+    print(json.dumps({"sha256": written, "build_s": round(time.perf_counter() - started, 1)}, indent=1))
     return 0
 
 

@@ -45,7 +45,7 @@ DEFAULT_GENERATORS = (
     "aporia.gen_llama_s",
 )
 FORMAT_VERSION = 2
-ARTIFACT = "socrates_mini.npz"  # the published datasets, in the detector's mirror folder, sha256-pinned
+ARTIFACT = "socrates_mini_seed{seed}.npz"  # one file per published dataset seed, in the detector's folder, pinned
 PUBLISHED_SEEDS = (0, 1, 2)
 
 
@@ -316,7 +316,7 @@ def save_artifact(datasets: dict[int, SocratesMini], path: str | Path) -> str:
     """Write datasets by seed into one ``.npz`` (texts once, float16 embeddings once per distinct text).
 
     Returns:
-        The file's sha256 (pin it in the registry: ``aporia.socrates_mini``'s ``sha256[ARTIFACT]``).
+        The file's sha256 (pin it in the registry: ``aporia.socrates_mini``'s ``sha256[artifact_name(seed)]``).
     """
     texts = sorted({t for d in datasets.values() for t in d.responses})
     index = {t: k for k, t in enumerate(texts)}
@@ -379,11 +379,16 @@ def load_artifact(path: str | Path, sha256: str | None = None, renormalise: bool
     return datasets
 
 
-def artifact_path() -> Path:
-    """The shipped artifact: ``hub_cards/aporia.socrates_mini/socrates_mini.npz`` (the detector's mirror)."""
+def artifact_name(seed: int) -> str:
+    """The shipped file of dataset seed ``seed`` (one file per seed keeps each under the 10 MB file limit)."""
+    return ARTIFACT.format(seed=seed)
+
+
+def artifact_path(seed: int = 0) -> Path:
+    """The shipped file of dataset seed ``seed``, in the detector's folder ``hub_cards/aporia.socrates_mini``."""
     from zoo._registry import get_entry
 
-    return get_entry("aporia.socrates_mini").mirror_dir / ARTIFACT
+    return get_entry("aporia.socrates_mini").mirror_dir / artifact_name(seed)
 
 
 def published(seed: int = 0) -> SocratesMini:
@@ -394,22 +399,24 @@ def published(seed: int = 0) -> SocratesMini:
     """
     from zoo._registry import get_entry
 
-    pins = get_entry("aporia.socrates_mini").pretrained_cfg.sha256
-    if ARTIFACT not in pins:
-        raise ZooError(f"the registry pins no {ARTIFACT} for aporia.socrates_mini; run python -m zoo.aporia.build")
-    datasets = _published(pins[ARTIFACT])
+    if seed not in PUBLISHED_SEEDS:
+        raise ZooError(f"SOCRATES-mini is published for dataset seeds {list(PUBLISHED_SEEDS)}, not {seed}")
+    pins, name = get_entry("aporia.socrates_mini").pretrained_cfg.sha256, artifact_name(seed)
+    if name not in pins:
+        raise ZooError(f"the registry pins no {name} for aporia.socrates_mini; run python -m zoo.aporia.build")
+    datasets = _published(seed, pins[name])
     if seed not in datasets:
-        raise ZooError(f"SOCRATES-mini is published for dataset seeds {sorted(datasets)}, not {seed}")
+        raise ZooError(f"{name} holds dataset seeds {sorted(datasets)}, not {seed}; rebuild it")
     return datasets[seed]
 
 
-_PUBLISHED: dict[str, dict[int, SocratesMini]] = {}
+_PUBLISHED: dict[tuple[int, str], dict[int, SocratesMini]] = {}
 
 
-def _published(sha256: str) -> dict[int, SocratesMini]:
-    if sha256 not in _PUBLISHED:
-        _PUBLISHED[sha256] = load_artifact(artifact_path(), sha256)
-    return _PUBLISHED[sha256]
+def _published(seed: int, sha256: str) -> dict[int, SocratesMini]:
+    if (seed, sha256) not in _PUBLISHED:
+        _PUBLISHED[seed, sha256] = load_artifact(artifact_path(seed), sha256)
+    return _PUBLISHED[seed, sha256]
 
 
 def load_generators(names: tuple[str, ...]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """``zoo eval aporia``: APORIA-LP against tuned baselines and label-free references on SOCRATES-mini.
 
-Data: the published SOCRATES-mini artifact (``hub_cards/aporia.socrates_mini/socrates_mini.npz``, sha256
+Data: the published SOCRATES-mini artifact (``hub_cards/aporia.socrates_mini/socrates_mini_seed<S>.npz``, sha256
 checked on load). ``dataset_seed = -1`` (default): protocol seed s evaluates dataset seed s (0, 1, 2 are
 published: three independently sampled datasets from the six published generators); a value >= 0 fixes one
 dataset for every seed (an unpublished one is sampled, minutes of CPU). The seed also varies the folds, label
