@@ -71,6 +71,8 @@ ARMS = {
     "random": ["--model.init_args.strategy=random"],
 }
 
+CACHE_ENV = "ZOO_BOBA_EVAL_CACHE"  # a folder that keeps every (arm, seed) result: benchmarks/eval_pieces.py
+
 PROTOCOL = Protocol(
     method=METHOD,
     baselines=("full_greedy",),
@@ -152,7 +154,7 @@ def _piece_path(arm: str, run) -> Path | None:
     import hashlib
     import os
 
-    folder = os.environ.get("ZOO_BOBA_EVAL_CACHE")
+    folder = os.environ.get(CACHE_ENV)
     if not folder:
         return None
     from zoo._recipes import resolve_recipe
@@ -167,7 +169,7 @@ def measure(arm: str, run) -> dict[str, float]:
 
     With ``ZOO_BOBA_EVAL_CACHE`` set, each (arm, seed) result is stored there and reused by a later run with the
     same settings and recipe, so the evaluation can run as locked pieces (``--arms``/``--seeds``) and be
-    assembled by a final ``zoo eval boba --card`` (benchmarks/boba_eval_pieces.py).
+    assembled by a final ``zoo eval boba --card`` (benchmarks/eval_pieces.py boba).
     """
     piece = _piece_path(arm, run)
     if piece is not None and piece.is_file():

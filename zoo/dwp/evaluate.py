@@ -25,7 +25,7 @@ Metrics, on the first ``eval_images`` test images (default 1,000; ``--set eval_i
 
 Resumable pieces: with ``ZOO_DWP_EVAL_CACHE`` set to a folder, every (arm, seed) result is stored there, keyed
 by the settings, the recipes, the arm's overrides and the published pins, and reused by a later run, so the
-evaluation can run as locked pieces (``benchmarks/dwp_eval_pieces.py``) and be assembled by a final
+evaluation can run as locked pieces (``benchmarks/eval_pieces.py dwp``) and be assembled by a final
 ``zoo eval dwp --json out.json --card``.
 """
 
@@ -98,6 +98,8 @@ def _tuning() -> dict[str, Tuning]:
     records["dwp_no_diversity"] = Tuning("none", {}, 0, "DWP's chosen configuration with lam = 0 (the ablation)")
     return records
 
+
+CACHE_ENV = "ZOO_DWP_EVAL_CACHE"  # a folder that keeps every (arm, seed) result: benchmarks/eval_pieces.py
 
 PROTOCOL = Protocol(
     method="dwp",
@@ -174,7 +176,7 @@ def _sweep_keys(settings) -> tuple[list[str], list[float]]:
 
 def _piece_path(arm: str, run) -> Path | None:
     """Where ``ZOO_DWP_EVAL_CACHE`` keeps this (arm, seed) result, keyed by everything that decides it."""
-    folder = os.environ.get("ZOO_DWP_EVAL_CACHE")
+    folder = os.environ.get(CACHE_ENV)
     if not folder:
         return None
     from zoo._recipes import resolve_recipe
