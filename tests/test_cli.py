@@ -207,3 +207,15 @@ def test_pin_copies_an_exported_folder_and_prints_hashes(tiny_entry, tmp_path, c
     assert (backup / "model.safetensors").read_bytes() == published
     assert main(["pin", "tinytest.blobs", "--from", str(exported)]) == 0  # the same files again: nothing to lose
     assert main(["pin", "tinytest.blobs", "--from", str(tmp_path / "missing")]) == 2
+
+
+def test_piece_file_is_off_without_its_folder_and_keyed_by_everything_that_decides_the_result(tmp_path, monkeypatch):
+    from zoo._eval import piece_file
+
+    monkeypatch.delenv("ZOO_TEST_EVAL_CACHE", raising=False)
+    assert piece_file("ZOO_TEST_EVAL_CACHE", "arm-seed0", lambda: 1 / 0) is None  # the key is never computed
+    monkeypatch.setenv("ZOO_TEST_EVAL_CACHE", str(tmp_path))
+    path = piece_file("ZOO_TEST_EVAL_CACHE", "arm-seed0", lambda: {"lr": 0.1, "recipe": "a"})
+    assert path.parent == tmp_path and path.name.startswith("arm-seed0-") and path.suffix == ".json"
+    assert path == piece_file("ZOO_TEST_EVAL_CACHE", "arm-seed0", lambda: {"recipe": "a", "lr": 0.1})
+    assert path != piece_file("ZOO_TEST_EVAL_CACHE", "arm-seed0", lambda: {"lr": 0.2, "recipe": "a"})

@@ -36,8 +36,10 @@ The result schema (``zoo eval NAME --json``)::
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
 import sys
 import tempfile
 import time
@@ -363,6 +365,24 @@ class Run:
 
         torch.manual_seed(self.seed)
         return zoo.load(self.entry(arm).name, **init_args).eval()
+
+
+def piece_file(env: str, stem: str, key: Callable[[], Any]) -> Path | None:
+    """Where a resumable evaluation keeps one piece's result, or None when the variable ``env`` names no folder.
+
+    Papers whose evaluation can run in pieces (``benchmarks/eval_pieces.py``) store each (arm, seed) result as
+    JSON in that folder, so a later run with the same folder reads it instead of training again.
+
+    Args:
+        env: Environment variable naming the cache folder (e.g. ``ZOO_DWP_EVAL_CACHE``).
+        stem: Readable start of the file name, e.g. ``"<arm>-seed<seed>"``.
+        key: Returns everything that decides the result (settings, recipes, pins); called only when caching is on.
+    """
+    folder = os.environ.get(env)
+    if not folder:
+        return None
+    digest = hashlib.sha256(json.dumps(key(), sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return Path(folder) / f"{stem}-{digest}.json"
 
 
 def fit_recipe(recipe: str, seed: int, overrides: Sequence[str] = (), seed_args=("seed_everything",), cache=None):

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo._eval import Claim, Protocol, Setting, Tuning, beats
+from zoo._eval import Claim, Protocol, Setting, Tuning, beats, piece_file
 
 TUNING_FILE = Path(__file__).with_name("tuning.json")
 METHOD = "boba_ucb"
@@ -151,17 +151,14 @@ def surrogate_spearman(module, cap: int, size: int, n: int = HELDOUT_SIZE, oracl
 
 def _piece_path(arm: str, run) -> Path | None:
     """Where ``ZOO_BOBA_EVAL_CACHE`` keeps this (arm, seed) result, keyed by the settings, overrides and recipe."""
-    import hashlib
-    import os
 
-    folder = os.environ.get(CACHE_ENV)
-    if not folder:
-        return None
-    from zoo._recipes import resolve_recipe
+    def key():
+        from zoo._recipes import resolve_recipe
 
-    recipe = Path(resolve_recipe(run.entry(METHOD).pretrained_cfg.recipe)).read_text()
-    text = json.dumps([arm, run.seed, run.settings, ARMS[arm], recipe, run.retrain, str(run.weights)], sort_keys=True)
-    return Path(folder) / f"{arm}_seed{run.seed}_{hashlib.sha256(text.encode()).hexdigest()[:12]}.json"
+        recipe = Path(resolve_recipe(run.entry(METHOD).pretrained_cfg.recipe)).read_text()
+        return [arm, run.seed, run.settings, ARMS[arm], recipe, run.retrain, str(run.weights)]
+
+    return piece_file(CACHE_ENV, f"{arm}-seed{run.seed}", key)
 
 
 def measure(arm: str, run) -> dict[str, float]:

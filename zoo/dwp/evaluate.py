@@ -31,16 +31,14 @@ evaluation can run as locked pieces (``benchmarks/eval_pieces.py dwp``) and be a
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import statistics
 from pathlib import Path
 
 import torch
 
 from zoo._errors import ZooError
-from zoo._eval import Claim, Protocol, Setting, Tuning, beats
+from zoo._eval import Claim, Protocol, Setting, Tuning, beats, piece_file
 from zoo.quant.cim import CIMConfig, PCMNoise, drift, program
 
 KINDS = {"additive": "acc_sigma", "multiplicative": "acc_mult_sigma"}
@@ -176,16 +174,15 @@ def _sweep_keys(settings) -> tuple[list[str], list[float]]:
 
 def _piece_path(arm: str, run) -> Path | None:
     """Where ``ZOO_DWP_EVAL_CACHE`` keeps this (arm, seed) result, keyed by everything that decides it."""
-    folder = os.environ.get(CACHE_ENV)
-    if not folder:
-        return None
-    from zoo._recipes import resolve_recipe
-    from zoo.dwp import _PINS
 
-    recipes = {a: Path(resolve_recipe(run.entry(a).pretrained_cfg.recipe)).read_text() for a in run.paper}
-    key = [arm, run.seed, run.settings, ARMS.get(arm), recipes, _PINS, run.retrain, str(run.weights)]
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
-    return Path(folder) / f"{arm}_seed{run.seed}_{digest}.json"
+    def key():
+        from zoo._recipes import resolve_recipe
+        from zoo.dwp import _PINS
+
+        recipes = {a: Path(resolve_recipe(run.entry(a).pretrained_cfg.recipe)).read_text() for a in run.paper}
+        return [arm, run.seed, run.settings, ARMS.get(arm), recipes, _PINS, run.retrain, str(run.weights)]
+
+    return piece_file(CACHE_ENV, f"{arm}-seed{run.seed}", key)
 
 
 def _model(arm: str, run):

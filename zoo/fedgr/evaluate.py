@@ -33,7 +33,6 @@ the fit, and the published checkpoints are the recipes' seed-0 runs). ``ZOO_FEDG
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -42,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from zoo._eval import Claim, Protocol, Setting, Tuning, beats
+from zoo._eval import Claim, Protocol, Setting, Tuning, beats, piece_file
 
 ABLATIONS = {
     "fedgr_no_sieve": "--model.init_args.fedgr.sieve=false",
@@ -153,15 +152,14 @@ def score_pretrained(module, limit: int | None = None) -> dict[str, float]:
 
 
 def _cache_file(arm: str, run) -> Path | None:
-    folder = os.environ.get("ZOO_FEDGR_CACHE")
-    if not folder:
-        return None
-    from zoo._recipes import resolve_recipe
+    def key():
+        from zoo._recipes import resolve_recipe
 
-    recipes = sorted({"fashion_mnist", "fedavg", "fedprox", "coteaching"})
-    text = "".join(Path(resolve_recipe(f"recipes/fedgr/{r}.yaml")).read_text() for r in recipes)
-    key = json.dumps([CACHE_VERSION, arm, run.seed, run.settings, text], sort_keys=True, default=str)
-    return Path(folder) / f"{arm}-seed{run.seed}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+        recipes = sorted({"fashion_mnist", "fedavg", "fedprox", "coteaching"})
+        text = "".join(Path(resolve_recipe(f"recipes/fedgr/{r}.yaml")).read_text() for r in recipes)
+        return [CACHE_VERSION, arm, run.seed, run.settings, text]
+
+    return piece_file("ZOO_FEDGR_CACHE", f"{arm}-seed{run.seed}", key)
 
 
 def measure(arm: str, run) -> dict[str, float]:

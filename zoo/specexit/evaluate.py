@@ -24,16 +24,14 @@ names a folder that keeps each seed's measured arms, so the evaluation can run a
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
-import os
 import statistics as st
 from pathlib import Path
 
 import torch
 
 from zoo._errors import ZooError
-from zoo._eval import Claim, Protocol, Setting, Tuning, beats
+from zoo._eval import Claim, Protocol, Setting, Tuning, beats, piece_file
 from zoo.progress import track
 from zoo.specexit.calibration import CONFIDENCE_GRID, PROBE_GRID, REMAIN_GRID, forced_answer
 from zoo.specexit.data import TEST_SEED, VAL_SEED, make_splits
@@ -188,12 +186,10 @@ def forced_exit_accuracy(module, problems, offsets=(-1, 0, 1, 2, 3)) -> dict[str
 
 
 def _cache_file(run) -> Path | None:
-    folder = os.environ.get(CACHE_ENV)
-    if not folder:
-        return None
-    key = json.dumps({"seed": run.seed, "settings": run.settings, "published": run.uses_published("specexit")})
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return Path(folder) / f"seed{run.seed}-{digest}.json"
+    def key():
+        return {"seed": run.seed, "settings": run.settings, "published": run.uses_published("specexit")}
+
+    return piece_file(CACHE_ENV, f"seed{run.seed}", key)
 
 
 def _ranges(settings) -> tuple[tuple[int, int], tuple[int, int]]:
