@@ -16,6 +16,7 @@ from zoo.pbsac.bound import (
     lambda_grid,
     markov_pac_bayes_bound,
     pac_bayes_bound,
+    union_prior_bound,
 )
 from zoo.pbsac.synthetic import ar1_coverage, stationary_risk
 
@@ -170,3 +171,41 @@ def test_block_bound_covers_ar1_risk_where_the_iid_bound_does_not():
         covered += pac_bayes_bound(float(losses.mean(1).mean()), 0.0, blocks, 1.0).value >= truth
         iid_covered += iid_pac_bayes_bound(float(losses.mean()), 0.0, losses.size).value >= truth
     assert covered / repeats >= 0.95 and iid_covered / repeats < 0.9, (covered, iid_covered)
+
+
+def test_union_over_prior_widths_equals_hand_computation():
+    """The certificate over a grid of K prior widths: min_k of the grid bound with ln(G K / delta), by hand."""
+    risks, kls, n, delta, grid = [0.078, 0.031, 0.015, 0.012], [0.46, 0.8, 1.9, 0.3], 200, 0.05, 20
+    lams = [math.sqrt(8 * n) * 10 ** (3 * j / 19) for j in range(grid)]
+    per_prior = [
+        r + min((k + math.log(grid * 4 / delta)) / lam + lam / (8 * n) for lam in lams) for r, k in zip(risks, kls)
+    ]
+    best, index, results = union_prior_bound(risks, kls, n, 1.0, delta, grid)
+    assert best.value == pytest.approx(min(per_prior), rel=1e-12) and index == int(np.argmin(per_prior)) == 3
+    assert [r.value for r in results] == pytest.approx(per_prior, rel=1e-12)
+    assert best.delta == pytest.approx(delta / 4)
+    # Never below the best single-prior bound without the ln K correction, never above it plus ln K / lambda_min.
+    single = min(pac_bayes_bound(r, k, n, 1.0, delta, grid).value for r, k in zip(risks, kls))
+    assert single < best.value <= single + math.log(4) / lams[0]
+    # One prior: exactly the single-prior bound.
+    assert union_prior_bound(risks[:1], kls[:1], n, 1.0, delta, grid)[0] == pac_bayes_bound(risks[0], kls[0], n, 1.0)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_union_bound_is_never_below_best_single_prior_bound(seed):
+    generator = np.random.default_rng(seed)
+    k = int(generator.integers(1, 8))
+    risks, kls = generator.uniform(0, 1, k).tolist(), generator.exponential(5.0, k).tolist()
+    n = int(generator.integers(10, 5000))
+    best, index, results = union_prior_bound(risks, kls, n, 1.0)
+    singles = [pac_bayes_bound(r, kl, n, 1.0) for r, kl in zip(risks, kls)]
+    assert best.value >= min(s.value for s in singles) - 1e-12
+    assert best.value == min(r.value for r in results) and results[index] is best
+    assert all(r.value >= s.value - 1e-12 for r, s in zip(results, singles))  # prior by prior, too
+
+
+def test_union_bound_rejects_mismatched_inputs():
+    with pytest.raises(ValueError, match="one KL per empirical risk"):
+        union_prior_bound([0.1, 0.2], [0.0], 100, 1.0)
+    with pytest.raises(ValueError, match="at least one prior"):
+        union_prior_bound([], [], 100, 1.0)

@@ -150,6 +150,42 @@ def iid_pac_bayes_bound(
     return pac_bayes_bound(empirical_risk, kl, n, 1.0, delta, grid_size)
 
 
+def union_prior_bound(
+    empirical_risks: list[float],
+    kls: list[float],
+    n: int,
+    concentration: float,
+    delta: float = 0.05,
+    grid_size: int = 20,
+) -> tuple[BoundResult, int, list[BoundResult]]:
+    """The grid bound over K priors fixed in advance, union-bounded: each prior at confidence delta / K.
+
+    With probability >= 1 - delta the bound of :func:`pac_bayes_bound` at delta / K holds for every prior
+    k, every posterior and every lambda of the grid at once, so the smallest of the K bounds is itself a
+    certificate: ``min_k [E_rho_k L_hat + min_j (KL(rho_k || pi_k) + ln(G K / delta)) / lambda_j + lambda_j C / (8n)]``.
+    The price of the K priors is ln K nats in every term.
+
+    Args:
+        empirical_risks: E_rho_k L_hat_n of the posterior fitted against prior k, one per prior.
+        kls: KL(rho_k || pi_k), one per prior.
+        n: Number of (independent) observations averaged.
+        concentration: C of the moment bound.
+        delta: Overall confidence parameter.
+        grid_size: G, the number of lambda values.
+
+    Returns:
+        The smallest bound, its prior's index, and every prior's bound (all at delta / K).
+    """
+    if len(empirical_risks) != len(kls) or not kls:
+        raise ValueError(
+            f"need one KL per empirical risk and at least one prior; got {len(empirical_risks)}, {len(kls)}"
+        )
+    share = delta / len(kls)
+    results = [pac_bayes_bound(e, k, n, concentration, share, grid_size) for e, k in zip(empirical_risks, kls)]
+    best = min(range(len(results)), key=lambda k: results[k].value)
+    return results[best], best, results
+
+
 def complexity_surrogate(
     kl: torch.Tensor, n: float, concentration: float | torch.Tensor, delta: float = 0.05, grid_size: int = 20
 ) -> torch.Tensor:

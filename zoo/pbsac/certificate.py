@@ -9,12 +9,19 @@ is a fixed function of a transition z and of the critics' last-layer weights w. 
 bounds of the task (a TD error as large as the whole one-step reward range counts as a full error), not
 from a network. Then:
 
-* prior pi = the last-layer posterior at the freeze, N(mu_f, diag sigma_f^2): learned on the first part of
-  the data (the whole SAC phase of training), fixed before the certificate episodes and never fitted on them;
+* priors pi_k = N(mu_f, diag (c_k sigma_f)^2), k = 1..K: the last-layer posterior at the freeze, its
+  standard deviations scaled by a fixed grid of widths c_k (recipes: 1, 0.3, 0.1, 0.03). mu_f and sigma_f
+  were learned on the first part of the data (the whole SAC phase of training); the priors are fixed before
+  the certificate episodes and never fitted on them. The training posterior is wide (sigma_f ~ 0.03 on
+  Pendulum, set by the training bound's recursive prior), which costs ~0.06 of expected loss; a narrower
+  prior lets the certified posterior be nearly the point estimate without paying hundreds of nats of KL;
 * T episodes of the frozen exploration policy are collected (each from its own reset seed: independent
   blocks) and the posterior rho is trained on them, minimising the bound's smooth form. rho moves away from
   pi, so KL(rho || pi) > 0 and is paid in the bound. These episodes are the posterior's training data and
   the bound is evaluated on them, with the first part of the data (which made pi) excluded;
+* a posterior is fitted against every prior and bounded at confidence delta / K (a union bound over the
+  K priors: ln K nats inside every term); the certificate is the smallest of the K bounds, and the agent
+  keeps that posterior. With K = 1 (prior_widths = (1,)) this is the single-prior bound;
 * the bound treats each episode as one observation: X_i = the episode's mean loss, in [0, 1], and the T
   episodes are independent given the frozen policy, so Hoeffding's lemma holds with n = T, C = 1 (no
   mixing-time estimate is needed). The certified risk is E_rho E[X], the expected per-step loss of an
@@ -33,11 +40,18 @@ least that estimate (the risk bound) or at most it (the return lower bound).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import torch
 
-from zoo.pbsac.bound import complexity_surrogate, expected_clipped_square, iid_pac_bayes_bound, pac_bayes_bound
+from zoo.pbsac.bound import (
+    complexity_surrogate,
+    expected_clipped_square,
+    iid_pac_bayes_bound,
+    pac_bayes_bound,
+    union_prior_bound,
+)
 from zoo.pbsac.rollout import ActionScaler, collect_episodes
 
 #: Reward bounds (r_min, r_max) of the tasks the zoo trains on, read off their gymnasium definitions.
@@ -54,6 +68,18 @@ CHUNK = 16_384
 
 #: Seeds of the held-out check episodes (the evaluation episodes use 1e6 + i, training a random 31-bit seed).
 CHECK_SEED_BASE = 2_000_000
+
+
+#: Prior widths of the certificate (multiples of the freeze posterior's standard deviations), union-bounded.
+PRIOR_WIDTHS = (1.0, 0.3, 0.1, 0.03)
+
+
+def check_prior_widths(widths: Sequence[float]) -> tuple[float, ...]:
+    """The grid of prior widths as a tuple; a one-line error if it is empty, repeats a value or has one <= 0."""
+    values = tuple(float(w) for w in widths)
+    if not values or len(set(values)) != len(values) or not all(math.isfinite(w) and w > 0 for w in values):
+        raise ValueError(f"prior_widths must be distinct positive numbers, at least one; got {list(values)}")
+    return values
 
 
 def reward_range(env_id: str, given: tuple[float, float] | list[float] | None = None) -> tuple[float, float]:
@@ -106,6 +132,9 @@ class Certificate:
         covered: value >= fresh_loss.
         iid_covered: iid_value >= fresh_loss_iid.
         return_covered: return_bound <= fresh_return.
+        prior_width: c_k of the prior whose bound is the certificate (its prior is N(mu_f, (c_k sigma_f)^2)).
+        prior_widths: The grid of widths, fixed before the episodes (union bound: delta / K each).
+        width_values: The bound of each width's fitted posterior, at delta / K; ``value`` is their minimum.
     """
 
     value: float
@@ -126,6 +155,9 @@ class Certificate:
     covered: bool = False
     iid_covered: bool = False
     return_covered: bool = False
+    prior_width: float = 1.0
+    prior_widths: tuple[float, ...] = (1.0,)
+    width_values: tuple[float, ...] = ()
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -236,6 +268,7 @@ def certify(
     target_samples: int = 4,
     posterior_steps: int = 100,
     check_episodes: int = 100,
+    prior_widths: Sequence[float] = (1.0,),
 ) -> tuple[Certificate, tuple[torch.Tensor, torch.Tensor]]:
     """Run the certificate phase of a frozen agent: collect T episodes, fit rho from the prior, bound, check.
 
@@ -253,6 +286,9 @@ def certify(
         target_samples: Next-action samples in the TD target.
         posterior_steps: Adam steps fitting rho on the certificate episodes (0: rho = pi, KL = 0).
         check_episodes: Held-out episodes (seeds CHECK_SEED_BASE + i) that measure the true risks (0: none).
+        prior_widths: The grid c_1..c_K of prior widths: prior k is N(mu_f, diag (c_k sigma_f)^2), the posterior
+            at the freeze with its standard deviations scaled by c_k. A posterior is fitted against each, and
+            the certificate is the smallest of the K bounds, each at delta / K (ln K nats inside every term).
 
     Returns:
         The certificate and the fitted posterior (mean, std) in the layout of ``critic.head_posterior()``.
@@ -261,29 +297,40 @@ def certify(
         raise ValueError("certificates need the PB-SAC critic posterior; build the agent with bayesian=True")
     if episodes < 1:
         raise ValueError(f"need at least one certificate episode, got episodes={episodes}")
+    widths = check_prior_widths(prior_widths)
     scale, gamma = loss_scale(rewards), agent.config.gamma
     dims = (agent.obs_dim, agent.act_dim, scaler)
     rows, lengths = collect_episodes(env_id, agent.explore, [seed + i for i in range(episodes)], *dims)
     loss = FrozenTDLoss(agent, rows, slices, scale, target_samples)
-    prior_mean, prior_std = (p.detach().clone() for p in agent.critic.head_posterior())
-    mean, std = prior_mean, prior_std
-    if posterior_steps > 0:
-        mean, std = fit_posterior(loss, lengths, prior_mean, prior_std, delta, grid_size, posterior_steps)
+    freeze_mean, freeze_std = (p.detach().clone() for p in agent.critic.head_posterior())
+    share = delta / len(widths)  # union bound over the priors: each holds at delta / K
+    fits, risks, kls = [], [], []
+    for width in widths:  # prior k: N(mu_f, (c_k sigma_f)^2), all fixed before the certificate episodes
+        prior_std = freeze_std * width
+        mean, std = freeze_mean, prior_std
+        if posterior_steps > 0:
+            mean, std = fit_posterior(loss, lengths, freeze_mean, prior_std, share, grid_size, posterior_steps)
+        with torch.no_grad():
+            losses = loss(mean, std)
+        fits.append((mean, std, losses))
+        risks.append(min(1.0, float(episode_means(losses, lengths).mean())))
+        kls.append(_kl(mean, std, freeze_mean, prior_std))
+    markov, best, per_prior = union_prior_bound(risks, kls, episodes, 1.0, delta, grid_size)
+    mean, std, losses = fits[best]
+    kl, empirical = kls[best], risks[best]
     with torch.no_grad():
-        prior_losses, losses = loss(prior_mean, prior_std), loss(mean, std)
-    kl = _kl(mean, std, prior_mean, prior_std)
-    empirical = float(episode_means(losses, lengths).mean())
-    markov = pac_bayes_bound(min(1.0, empirical), kl, episodes, 1.0, delta, grid_size)
-    iid = iid_pac_bayes_bound(min(1.0, float(losses.mean())), kl, len(losses), delta, grid_size)
+        prior_losses = loss(freeze_mean, freeze_std)
+    iid = iid_pac_bayes_bound(min(1.0, float(losses.mean())), kl, len(losses), share, grid_size)
     g_lo, g_hi = return_range(rewards, gamma, horizon)
     returns = discounted_returns(rows[:, slices["reward"]], lengths, gamma)
     policy_loss = ((g_hi - returns) / (g_hi - g_lo)).clamp(0.0, 1.0)
-    policy = pac_bayes_bound(float(policy_loss.mean()), 0.0, episodes, 1.0, delta, grid_size)
+    policy = pac_bayes_bound(float(policy_loss.mean()), 0.0, episodes, 1.0, delta, grid_size)  # one prior: KL = 0
     fields = dict(
         value=markov.value, iid_value=iid.value, empirical_risk=empirical,
         prior_risk=float(episode_means(prior_losses, lengths).mean()), kl=kl, episodes=episodes, n=len(losses),
         delta=delta, scale=scale, return_mean=float(returns.mean()),
         return_bound=g_hi - min(1.0, policy.value) * (g_hi - g_lo), policy_certificate=policy.value,
+        prior_width=widths[best], prior_widths=widths, width_values=tuple(r.value for r in per_prior),
     )  # fmt: skip
     if check_episodes > 0:
         seeds = [CHECK_SEED_BASE + i for i in range(check_episodes)]

@@ -34,8 +34,10 @@ zoo.pbsac.certificate), beside the critic's TD-loss certificate. Choices and dev
   upper-bounds the clipped loss, so the objective upper-bounds the bound's smooth form.
 * Exploration: the actor maximises min_j (mean_j + kappa std_j) - alpha log pi, kappa = 0.5 annealed
   linearly to 0 over ``kappa_anneal_steps``.
-* Certificate prior: the posterior at the freeze, N(mu_f, diag sigma_f^2), not the spec's N(mu, 0.1^2)
-  (KL ~ 1000 nats for sigma = 1e-3 posteriors). The posterior is fitted from it in the prior's units.
+* Certificate priors: the posterior at the freeze with its standard deviations scaled by a fixed grid,
+  N(mu_f, diag (c sigma_f)^2) for c in ``certificate_prior_widths`` (1, 0.3, 0.1, 0.03), union-bounded
+  (ln 4 nats in the bound), not the spec's N(mu, 0.1^2) (KL ~ 1000 nats for sigma = 1e-3 posteriors). A
+  posterior is fitted against each prior in that prior's units; the smallest bound is the certificate.
 * Certificates at the end of training (optionally also every ``certificate_every`` steps, on a copy of the
   posterior), each checked against held-out episodes (seeds 2e6 + i). They run on a forked random
   generator, so they do not change the training trajectory.
@@ -60,7 +62,7 @@ import torch
 from zoo._distributed import refuse_distributed
 from zoo._inference import PretrainedMixin
 from zoo.pbsac import INPUT_FORMAT
-from zoo.pbsac.certificate import Certificate, certify
+from zoo.pbsac.certificate import PRIOR_WIDTHS, Certificate, certify, check_prior_widths
 from zoo.pbsac.certificate import reward_range as reward_range_of
 from zoo.pbsac.mixing import estimate_mixing_time
 from zoo.pbsac.rollout import ActionScaler, env_dims, episode_returns, make_env
@@ -103,6 +105,8 @@ class PBSACModule(PretrainedMixin, pl.LightningModule):
         certificate_episodes: T, the episodes of each certificate phase (0: no certificate; needs ``bayesian``).
         certificate_posterior_steps: Adam steps fitting the posterior on the certificate episodes (0: KL = 0).
         check_episodes: Held-out episodes measuring the risks that the certificate must cover (0: no check).
+        certificate_prior_widths: Grid of prior widths c_k of the certificate (prior k: the posterior at the
+            freeze with its standard deviations times c_k), union-bounded (None: 1, 0.3, 0.1, 0.03).
         reward_range: Reward bounds [r_min, r_max] for M and the return bound (None: the known bounds of
             ``env_id``, see :data:`zoo.pbsac.certificate.REWARD_RANGES`).
         eval_episodes: Deterministic episodes per validation run.
@@ -136,6 +140,7 @@ class PBSACModule(PretrainedMixin, pl.LightningModule):
         certificate_episodes: int = 200,
         certificate_posterior_steps: int = 100,
         check_episodes: int = 100,
+        certificate_prior_widths: list[float] | None = None,
         reward_range: list[float] | None = None,
         eval_episodes: int = 10,
         num_threads: int | None = 1,
@@ -159,6 +164,9 @@ class PBSACModule(PretrainedMixin, pl.LightningModule):
         env.close()
         self.scaler = ActionScaler(low, high)
         self.rewards = reward_range_of(env_id, reward_range) if certificate_episodes else None
+        self.prior_widths = check_prior_widths(
+            PRIOR_WIDTHS if certificate_prior_widths is None else certificate_prior_widths
+        )
         config = SACConfig(
             hidden=hidden, gamma=gamma, tau=tau, lr=lr, batch_size=batch_size, init_alpha=init_alpha,
             target_entropy=target_entropy, bayesian=bayesian, sigma_init=sigma_init, prior_std=prior_std,
@@ -311,11 +319,13 @@ class PBSACModule(PretrainedMixin, pl.LightningModule):
                 self.agent, h.env_id, self.scaler, self.buffer.slices, self.rewards, self.max_episode_steps,
                 episodes=h.certificate_episodes, seed=(self._seed + 7919 * step) % 2**31, delta=h.delta,
                 grid_size=h.grid_size, posterior_steps=h.certificate_posterior_steps, check_episodes=h.check_episodes,
+                prior_widths=self.prior_widths,
             )  # fmt: skip
         if final:  # the end of training: the certified posterior is the agent's
             self.agent.critic.set_head_posterior(mean, std)
         record = {"step": step, "final": final, **certificate.as_dict()}
         record = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in record.items()}
+        record = {k: list(v) if isinstance(v, tuple) else v for k, v in record.items()}
         self.certificates.append(record)
         if log:  # self.log is not allowed in on_train_end
             for key in ("value", "iid_value", "empirical_risk", "kl", "fresh_loss", "return_bound"):
