@@ -132,6 +132,39 @@ def test_certificate_phase_on_a_few_episodes():
         certify(SACAgent(3, 1, SACConfig(hidden=16, bayesian=False)), "Pendulum-v1", scaler, slices, rewards, 200)
 
 
+def test_certificate_over_prior_widths_is_the_union_bound_of_its_fits():
+    """Four priors N(mu_f, (c sigma_f)^2): the certificate is the smallest per-width bound, each at delta / 4."""
+    from zoo.pbsac.bound import pac_bayes_bound
+    from zoo.pbsac.certificate import PRIOR_WIDTHS, REWARD_RANGES, certify
+    from zoo.pbsac.rollout import ActionScaler
+
+    torch.manual_seed(0)
+    agent = SACAgent(3, 1, SACConfig(hidden=16, sigma_init=0.05))
+    slices = ReplayBuffer(1, 3, 1).slices
+    scaler = ActionScaler(np.array([-2.0], dtype=np.float32), np.array([2.0], dtype=np.float32))
+    rewards = REWARD_RANGES["Pendulum-v1"]
+    prior = [p.clone() for p in agent.critic.head_posterior()]
+    torch.manual_seed(1)  # the same certificate episodes for both calls
+    one, _ = certify(agent, "Pendulum-v1", scaler, slices, rewards, 200, episodes=4, posterior_steps=10,
+                     check_episodes=0)  # fmt: skip
+    torch.manual_seed(1)
+    grid, (mean, std) = certify(agent, "Pendulum-v1", scaler, slices, rewards, 200, episodes=4, posterior_steps=10,
+                                check_episodes=0, prior_widths=PRIOR_WIDTHS)  # fmt: skip
+    assert grid.prior_widths == PRIOR_WIDTHS and len(grid.width_values) == 4 and grid.value == min(grid.width_values)
+    assert grid.prior_width == PRIOR_WIDTHS[grid.width_values.index(grid.value)]
+    # The chosen width's bound, recomputed from its risk and KL at delta / 4 (ln 4 nats more than one prior).
+    again = pac_bayes_bound(grid.empirical_risk, grid.kl, 4, 1.0, 0.05 / 4)
+    assert grid.value == pytest.approx(again.value, rel=1e-9)
+    assert grid.width_values[0] > one.value - 1e-9  # width 1 alone at delta, cheaper than at delta / 4
+    assert grid.prior_risk == pytest.approx(one.prior_risk)  # prior_risk: the posterior at the freeze
+    assert torch.equal(agent.critic.head_posterior()[0], prior[0])
+    assert bool((std <= prior[1] * grid.prior_width * 1e3).all()) and mean.shape == prior[0].shape
+    with pytest.raises(ValueError, match="prior_widths must be distinct positive"):
+        certify(agent, "Pendulum-v1", scaler, slices, rewards, 200, episodes=1, prior_widths=(1.0, 0.0))
+    with pytest.raises(ValueError, match="prior_widths must be distinct positive"):
+        certify(agent, "Pendulum-v1", scaler, slices, rewards, 200, episodes=1, prior_widths=())
+
+
 def test_reward_ranges_give_m_and_the_return_range():
     from zoo.pbsac.certificate import loss_scale, return_range, reward_range
 
@@ -171,6 +204,11 @@ def test_module_rejects_bad_settings_with_clear_messages():
         PBSACModule(bayesian=False)
     with pytest.raises(ValueError, match="r_min < r_max"):
         PBSACModule(reward_range=[0.0, 0.0])
+    with pytest.raises(
+        ValueError, match=r"prior_widths must be distinct positive numbers, at least one; got \[1.0, 1.0\]"
+    ):
+        PBSACModule(certificate_prior_widths=[1.0, 1.0])
+    assert PBSACModule().prior_widths == (1.0, 0.3, 0.1, 0.03)
     if _has_mujoco():  # rewards without known bounds: certificates need them given
         with pytest.raises(ValueError, match="give reward_range"):
             PBSACModule(env_id="HalfCheetah-v5")

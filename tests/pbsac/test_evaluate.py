@@ -72,7 +72,7 @@ def test_bad_settings_are_one_line_errors(pair, message):
 
 def test_untrained_reference_certifies_worse_than_the_published_agent(hf_cache, hf_offline):
     """The same certificate code on the published agent and on the untrained one (same T, same seeds)."""
-    from zoo.pbsac.certificate import certify
+    from zoo.pbsac.certificate import PRIOR_WIDTHS, certify
     from zoo.pbsac.module import PBSACModule
 
     trained, untrained = zoo.load("pbsac.pendulum", pretrained=True), PBSACModule()
@@ -81,13 +81,14 @@ def test_untrained_reference_certifies_worse_than_the_published_agent(hf_cache, 
         torch.manual_seed(0)
         certificate, _ = certify(
             model.agent, "Pendulum-v1", model.scaler, ReplayBuffer(1, 3, 1).slices, model.rewards, 200,
-            episodes=40, posterior_steps=20, check_episodes=0, seed=5,
+            episodes=40, posterior_steps=20, check_episodes=0, seed=5, prior_widths=PRIOR_WIDTHS,
         )  # fmt: skip
         certificates.append(certificate)
     good, bad = certificates
     assert good.value < bad.value and good.empirical_risk < 0.5 * bad.empirical_risk
     assert good.return_bound > bad.return_bound + 100 and good.return_mean > bad.return_mean + 200
-    assert good.kl > 0
+    assert good.kl > 0 and good.prior_widths == bad.prior_widths == PRIOR_WIDTHS
+    assert good.value <= 0.7 * bad.value  # the issue's threshold, on the published agent
 
 
 def _result(per_seed: dict) -> dict:

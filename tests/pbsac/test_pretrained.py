@@ -34,6 +34,10 @@ def test_published_certificate_moved_the_posterior_is_non_vacuous_and_covers():
     assert certificate["episodes"] == 200 and certificate["n"] == 40_000 and certificate["delta"] == 0.05
     assert certificate["scale"] == pytest.approx(16.2736044**2, rel=1e-6)  # M from Pendulum's reward bounds
     assert certificate["covered"] and certificate["return_covered"]
+    assert certificate["prior_widths"] == [1.0, 0.3, 0.1, 0.03] and certificate["value"] == min(
+        certificate["width_values"]
+    )
+    assert certificate["prior_width"] in certificate["prior_widths"]
     assert certificate["return_bound"] < certificate["fresh_return"]
 
 

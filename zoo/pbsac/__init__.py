@@ -15,9 +15,11 @@ PAPER = PaperRef(
 _COMMON_NOTES = (
     "Reconstructed (the zoo's spec had the abstract only). Certificate (issue 17): training ends with a "
     "certificate phase. At the freeze the policy, the critics' hidden layers and the target critics are fixed; "
-    "the prior is the critics' last-layer posterior at the freeze (learned on the training data before it, which "
-    "the bound excludes); 200 episodes of the frozen exploration policy train the posterior away from it "
-    "(KL > 0, paid in the bound) and the bound is evaluated on them. Loss: min(1, (Q - y)^2 / M) with "
+    "the priors are the critics' last-layer posterior at the freeze (learned on the training data before it, which "
+    "the bound excludes) with its standard deviations scaled by a fixed grid 1, 0.3, 0.1, 0.03 (union bound: "
+    "delta / 4 each, ln 4 nats in the bound); 200 episodes of the frozen exploration policy train a posterior "
+    "against each prior (KL paid in the bound), the bound is evaluated on them and the smallest of the four is the "
+    "certificate (its posterior is the published one). Loss: min(1, (Q - y)^2 / M) with "
     "M = (r_max - r_min)^2 from the task's reward bounds. Dependence: each episode (own reset seed, frozen "
     "policy) is one independent block, so Hoeffding + Donsker-Varadhan + a 20-point lambda grid hold with "
     "n = 200 episodes and no mixing-time estimate (delta = 0.05); the i.i.d. bound over the 40k transitions is "
@@ -57,8 +59,8 @@ register_model(
     pretrained_cfg=PretrainedCfg(
         paper=PAPER,
         sha256={
-            "config.json": "99395672363b2ceec5333903af10ad9cf5ad907c69bcf022b479b8308563ac02",
-            "model.safetensors": "adecdbabaac85a18db3ba9f70d7ebf11beae89b007e89dada90f96155b3e1ea4",
+            "config.json": "1fdb9fde9ea5f41ae35600a19a292f77879bfa8c56dff02fd61109fc2f219e27",
+            "model.safetensors": "1f14920802639d60c57170fe2b1ec38c3577ff5e7a6d1d495ff26d78410993a8",
         },
         task="reinforcement-learning",
         input_format=INPUT_FORMAT,
