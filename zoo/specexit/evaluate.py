@@ -18,7 +18,7 @@ Latency: one CPU thread, a warm-up, ``latency_repeats`` decodes per problem and 
 (``long_latency_repeats`` on the longer problems). Seeds are draft seeds: seed 0 is the published draft, seeds 1 and 2
 train ``recipes/specexit/arith.yaml`` on the published target (never retrained here). ``ZOO_SPECEXIT_EVAL_CACHE``
 names a folder that keeps each seed's measured arms, so the evaluation can run as locked pieces
-(``benchmarks/specexit_eval_pieces.py``) and be merged by a final ``zoo eval specexit``.
+(``benchmarks/eval_pieces.py specexit``) and be merged by a final ``zoo eval specexit``.
 """
 
 from __future__ import annotations
