@@ -11,6 +11,7 @@ from zoo.repa_p.pde import (
     DarcyConfig,
     darcy_residual,
     darcy_source,
+    fd_solve_poisson,
     grid_spacing,
     laplacian_5pt,
     poisson_residual,
@@ -39,6 +40,23 @@ def test_dst_solution_has_round_off_residual(size):
     # A wrong potential is caught: the residual of a perturbed solution is large.
     interior_bad, _ = poisson_residual(torch.from_numpy(1.01 * potential[:, None]), torch.from_numpy(charge[:, None]))
     assert interior_bad.abs().max().item() / source_scale > 1e-3
+
+
+def test_fd_solver_has_near_zero_residual_on_its_own_solution_and_matches_the_dst():
+    """The reference_fd_solver arm: an assembled sparse 5-point system, independent of the DST route."""
+    rng = np.random.default_rng(4)
+    charge = sample_charges(16, 32, ChargeConfig(num_charges=4), rng)
+    potential = fd_solve_poisson(charge)
+    interior, boundary = poisson_residual(torch.from_numpy(potential[:, None]), torch.from_numpy(charge[:, None]))
+    source = np.abs(charge).sum(axis=(1, 2)).mean() / grid_spacing(32) ** 2 / 30**2  # mean |q / h^2| per node
+    assert interior.abs().mean().item() < 1e-9 * source and boundary.abs().max().item() == 0.0
+    np.testing.assert_allclose(potential, solve_poisson(charge), atol=1e-12)
+    assert fd_solve_poisson(charge[0]).shape == (32, 32)
+    # A wrong stencil is caught: the DST of a 1% stronger source is not a solution of this one.
+    wrong, _ = poisson_residual(
+        torch.from_numpy(solve_poisson(1.01 * charge)[:, None]), torch.from_numpy(charge[:, None])
+    )
+    assert wrong.abs().mean().item() > 1e-3 * source
 
 
 def test_laplacian_is_zero_on_harmonic_and_exact_on_quadratics():
