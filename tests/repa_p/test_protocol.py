@@ -11,7 +11,8 @@ import yaml
 
 from zoo._errors import ZooError
 from zoo._eval import paper_arms, run_eval
-from zoo.repa_p.evaluate import DATA_SEED, PROTOCOL, measure
+from zoo.repa_p import evaluate
+from zoo.repa_p.evaluate import CHECK_EVERY, DATA_SEED, PROTOCOL, measure
 from zoo.repa_p.pde import grid_spacing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,6 +27,10 @@ def test_published_weights_are_seed_zero_of_the_recipe_at_the_default_settings(a
     recipe = yaml.safe_load((ROOT / entry.pretrained_cfg.recipe).read_text())
     assert recipe["seed_everything"] == 0 == PROTOCOL.published_seed
     assert recipe["trainer"]["max_steps"] == DEFAULTS["max_steps"]
+    assert recipe["trainer"]["val_check_interval"] == CHECK_EVERY
+    assert recipe["data"]["init_args"]["test_splits"] == DEFAULTS["test_splits"]
+    assert recipe["data"]["init_args"]["num_test"] == DEFAULTS["test_conditions"]
+    assert recipe["model"]["init_args"]["sample_steps"] == DEFAULTS["sample_steps"]
     assert recipe["data"]["init_args"]["seed"] == DATA_SEED
     model = recipe["model"]["init_args"]
     config = json.loads((entry.mirror_dir / "config.json").read_text())
@@ -37,9 +42,17 @@ def test_published_weights_are_seed_zero_of_the_recipe_at_the_default_settings(a
     assert (training["seed"], training["global_step"]) == (0, DEFAULTS["max_steps"])
 
 
-def _zero_field(**settings):
+def _reference(arm="reference_zero_field", target=10.0, **settings):
     run = SimpleNamespace(settings={**DEFAULTS, **settings}, entry=lambda arm: ENTRIES[arm])
-    return measure("reference_zero_field", run)
+    saved, evaluate.residual_target = evaluate.residual_target, lambda run: target  # PIDM's runs are not needed
+    try:
+        return measure(arm, run)
+    finally:
+        evaluate.residual_target = saved
+
+
+def _zero_field(**settings):
+    return _reference(**settings)
 
 
 def test_zero_field_scores_the_source_and_the_true_field():
@@ -52,13 +65,24 @@ def test_zero_field_scores_the_source_and_the_true_field():
     source = charge[..., 1:-1, 1:-1].abs() / grid_spacing(32) ** 2
     assert scores["residual_id"] == pytest.approx(source.mean().item(), rel=1e-5)
     assert scores["mse_id"] == pytest.approx(x0.square().mean().item(), rel=1e-5)
-    assert set(scores) == {"residual_id", "mse_id", "residual_ood", "mse_ood", "residual_ood_wall", "mse_ood_wall"}
+    assert set(scores) == {"residual_id", "mse_id", "residual_ood", "mse_ood", "steps_to_residual_target"}
+    # It needs no training: 0 steps when its validation residual (~2) meets the target, else past the end.
+    assert scores["steps_to_residual_target"] == 0
+    late = _reference(target=1.0e-3, test_conditions=8)["steps_to_residual_target"]
+    assert late == DEFAULTS["max_steps"] + CHECK_EVERY
+
+
+def test_fd_solver_reference_is_the_physical_limit():
+    scores = _reference("reference_fd_solver", target=1e-6, test_conditions=8)
+    # Round-off of a residual whose terms are O(q / h^2) ~ 1e3 (the zero field scores ~2), and float32 test fields.
+    assert scores["residual_id"] < 1e-5 and scores["residual_ood"] < 1e-5
+    assert scores["mse_id"] < 1e-12 and scores["steps_to_residual_target"] == 0
 
 
 def test_settings_change_what_is_measured():
     default = _zero_field(test_conditions=8)
     strong = _zero_field(test_conditions=8, test_splits=["id", "ood_strong"])
-    assert set(strong) == {"residual_id", "mse_id", "residual_ood", "mse_ood"}
+    assert set(strong) == {"residual_id", "mse_id", "residual_ood", "mse_ood", "steps_to_residual_target"}
     assert strong["residual_id"] == default["residual_id"]
     # |q| in [1.5, 2.5] (ood_strong) against 4 charges of |q| in [0.5, 1.5] (ood_k4): a larger squared field.
     assert strong["mse_ood"] > 1.3 * default["mse_ood"]
@@ -66,7 +90,7 @@ def test_settings_change_what_is_measured():
 
 
 def test_set_runs_the_protocol_end_to_end_on_a_cheap_slice(hf_cache, hf_offline):
-    overrides = ["test_conditions=4", "sample_steps=2", "test_splits=id,ood_wall"]
+    overrides = ["test_conditions=4", "sample_steps=2", "test_splits=id,ood_wall", "target_seeds=0"]
     result = run_eval("repa_p", seeds=[0], overrides=overrides, arms=["repa_p", "reference_zero_field"])
     assert result["settings"]["test_splits"] == ["id", "ood_wall"]
     assert result["settings"]["overrides"]["sample_steps"] == 2
@@ -74,12 +98,18 @@ def test_set_runs_the_protocol_end_to_end_on_a_cheap_slice(hf_cache, hf_offline)
     assert result["arms"]["repa_p"]["steps_to_residual_target"] > 0
     assert {c["versus"] for c in result["claims"]} == {"reference_zero_field"}
     assert set(result["extras"]["0"]["golden"]) == {"repa_p"}  # seed 0 at default recipe settings: published
+    # The target is PIDM's final validation residual (seed 0 only here), read from its published curve.
+    pidm = json.loads((ENTRIES["pidm"].mirror_dir / "config.json").read_text())["metadata"]["val_history"]
+    assert result["extras"]["0"]["residual_target"] == pytest.approx(pidm[-1]["residual"])
 
 
 @pytest.mark.parametrize(
     ("pair", "message"),
     [
-        ("noise=1", "unknown setting 'noise'; valid keys: test_conditions, sample_steps, test_splits, max_steps"),
+        (
+            "noise=1",
+            "unknown setting 'noise'; valid keys: test_conditions, sample_steps, test_splits, max_steps, target_seeds",
+        ),
         ("max_steps=many", "--set max_steps=many: expected an integer"),
         ("max_steps=10", "--set max_steps=10: must be at least 100"),
         ("test_conditions=0", "--set test_conditions=0: must be at least 1"),
@@ -99,4 +129,5 @@ def test_test_splits_need_id_and_a_known_ood_split(splits):
 
 def test_max_steps_retrains_every_arm_through_the_recipe():
     assert PROTOCOL.settings["max_steps"].recipe_keys == ("trainer.max_steps",)
-    assert all(not PROTOCOL.settings[key].recipe_keys for key in ("test_conditions", "sample_steps", "test_splits"))
+    others = ("test_conditions", "sample_steps", "test_splits", "target_seeds")
+    assert all(not PROTOCOL.settings[key].recipe_keys for key in others)

@@ -11,8 +11,8 @@ import zoo
 from zoo.repa_p.evaluate import DATA_SEED
 
 model = zoo.load("$name", pretrained=True)
-field, charges = model.task.generate("id", 64, seed=DATA_SEED)  # the card's test pairs: solver potential, charges
-potential = model.predict(charges[:1], steps=20)  # one sampled potential [1, 1, 32, 32], physical units
+field, charges = model.task.generate("id", 200, seed=DATA_SEED)  # the card's test pairs: solver potential, charges
+potential = model.predict(charges[:1])  # one sampled potential [1, 1, 32, 32], physical units (100 DDPM steps)
 mse = (potential / model.task.field_scale - field[:1]).square().mean().item()  # in network units, as the card
 card = zoo.get_entry("$name").metrics["mse_id"]
 print(f"prediction: {mse:.4g} | truth: {card:.4g} | tolerance: {2 * card:.4g}")
