@@ -176,10 +176,14 @@ def claims(result: dict) -> list[Claim]:
             beats(result, f"{p}return_bound", "pbsac", "reference_untrained"),
         ]  # fmt: skip
     if "mcc_return_mean" in pbsac:
-        out.append(
-            Claim.at_least("mcc_return_vs_sac", "MountainCarContinuous: PB-SAC's mean return >= SAC's (exploration)",
-                           pbsac["mcc_return_mean"] - sac["mcc_return_mean"], 0.0, "sac")
-        )  # fmt: skip
+        # Standing still returns ~0 for every agent, so ">= SAC" alone holds as a tie without exploring at all;
+        # the second claim says whether PB-SAC reached the hilltop (+100) in the mean, i.e. the test was informative.
+        out += [
+            Claim.at_least("mcc_return_vs_sac", "MountainCarContinuous: PB-SAC's mean return >= SAC's (exploration; "
+                           "a tie counts)", pbsac["mcc_return_mean"] - sac["mcc_return_mean"], 0.0, "sac"),
+            Claim.at_least("mcc_reaches_goal", "MountainCarContinuous: PB-SAC reaches the hilltop (mean return > 0), "
+                           "so the exploration comparison measures exploration", pbsac["mcc_return_mean"], 1e-9),
+        ]  # fmt: skip
     return out
 
 
