@@ -84,7 +84,7 @@ PROTOCOL = Protocol(
             "within 3 nodes of the wall); the first OOD split gives *_ood",
         ),
         "max_steps": Setting(
-            1600,
+            5000,
             "training steps of every arm (another value trains seed 0 too)",
             recipe_keys=("trainer.max_steps",),
             minimum=100,

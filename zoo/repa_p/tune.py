@@ -25,7 +25,9 @@ trial is a recipe run exported by ``zoo fit``, recorded with ``--score-export AR
     zoo fit -c recipes/repa_p/pidm_poisson_32.yaml --model.init_args.c_res=1.0
     python -m zoo.repa_p.tune --score-export pidm runs/repa_p.pidm_poisson_32/version_1/pretrained
 
-Each arm gets the same 3 + 2 trials; the winner's run is that arm's published seed-0 checkpoint.
+Each arm gets the same 3 + 2 trials. They ran when the recipes trained 1,600 steps; both arms chose 0.01 (the
+paper's value), and the recipes kept it when they were lengthened to 5,000 steps (zoo/repa_p/tuning.json records
+the 1,600-step trials; the grid was not re-run at 5,000 steps).
 """
 
 from __future__ import annotations
