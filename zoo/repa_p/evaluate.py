@@ -43,7 +43,7 @@ from zoo._eval import Claim, Protocol, Run, Setting, Tuning, beats, piece_file
 from zoo._figures import arm_colour, bar_panel
 from zoo.repa_p.pde import fd_solve_poisson
 from zoo.repa_p.tasks import PoissonTask, get_task
-from zoo.repa_p.tune import GRID, TUNING_FILE, zero_field_validation
+from zoo.repa_p.tune import GRID, TUNING_FILE, validation_pairs, zero_field_validation
 
 DATA_SEED = 0  # the recipes' data.init_args.seed: test pairs come from the same per-split streams
 GOLDEN_LIMIT = 20  # ID conditions of the golden slice (tests/repa_p/test_pretrained.py)
@@ -226,7 +226,7 @@ def measure(arm: str, run) -> dict[str, float]:
         for split in settings["test_splits"]:
             x0, condition = _test_pairs(task, split, settings)
             per_split[split] = _field_metrics(task, reference_fields(arm, x0, condition), x0, condition)
-        x0, condition = task.generate("val", 32, DATA_SEED)
+        _, x0, condition = validation_pairs(task.size, seed=DATA_SEED)
         validation = _field_metrics(task, reference_fields(arm, x0, condition), x0, condition)["residual"]
         reached = validation <= residual_target(run)
         steps = {"steps_to_residual_target": 0.0 if reached else float(settings["max_steps"] + CHECK_EVERY)}

@@ -43,12 +43,17 @@ GRID = (0.01, 0.1, 1.0)
 RECIPES = {"repa_p": "recipes/repa_p/poisson_32.yaml", "pidm": "recipes/repa_p/pidm_poisson_32.yaml"}
 
 
-def zero_field_validation(size: int = 32, num_val: int = 32, seed: int = 0) -> dict[str, float]:
-    """Residual and MSE of ``U = 0`` on the validation conditions the recipes' curves use."""
+def validation_pairs(size: int = 32, num_val: int = 32, seed: int = 0):
+    """The Poisson task and the validation (field, condition) pairs that the recipes' curves use."""
     from zoo.repa_p.tasks import get_task
 
     task = get_task("poisson", size)
-    x0, condition = task.generate("val", num_val, seed)
+    return (task, *task.generate("val", num_val, seed))
+
+
+def zero_field_validation(size: int = 32, num_val: int = 32, seed: int = 0) -> dict[str, float]:
+    """Residual and MSE of ``U = 0`` on the validation conditions the recipes' curves use."""
+    task, x0, condition = validation_pairs(size, num_val, seed)
     interior, _ = task.residual(x0 * 0, condition)
     return {"residual": interior.abs().mean().item(), "mse": x0.square().mean().item()}
 
@@ -56,6 +61,20 @@ def zero_field_validation(size: int = 32, num_val: int = 32, seed: int = 0) -> d
 def score(final: dict[str, float], zero: dict[str, float]) -> float:
     """Geometric mean of the validation residual and MSE relative to the zero field's (lower is better)."""
     return math.sqrt(final["residual"] / zero["residual"] * final["mse"] / zero["mse"])
+
+
+def trial_record(arm: str, c_res: float, c_proj: float, steps: int, final: dict, seconds: float, zero: dict) -> dict:
+    """One tuning trial as ``tuning.json`` stores it: its loss weights, final validation point, score and time."""
+    return {
+        "arm": arm,
+        "c_res": c_res,
+        "c_proj": c_proj,
+        "steps": steps,
+        "val_residual": final["residual"],
+        "val_mse": final["mse"],
+        "score": round(score(final, zero), 6),
+        "seconds": seconds,
+    }
 
 
 def main() -> None:
@@ -92,17 +111,9 @@ def main() -> None:
                 overrides.append(f"--model.init_args.c_proj={value}")
             started = time.perf_counter()
             module = fit_recipe(recipe, 0, overrides, PROTOCOL.seed_args)
-            final = module.val_history[-1]
-            trial = {
-                "arm": arm,
-                "c_res": value,
-                "c_proj": value if arm == "repa_p" else 0.0,
-                "steps": args.steps,
-                "val_residual": final["residual"],
-                "val_mse": final["mse"],
-                "score": round(score(final, zero), 6),
-                "seconds": round(time.perf_counter() - started, 1),
-            }
+            c_proj = value if arm == "repa_p" else 0.0
+            seconds = round(time.perf_counter() - started, 1)
+            trial = trial_record(arm, value, c_proj, args.steps, module.val_history[-1], seconds, zero)
             trials.append(trial)
             print(json.dumps(trial), flush=True)
     print(json.dumps(record_trials(trials, args.values, zero)["selection"]))
@@ -112,18 +123,9 @@ def export_trial(arm: str, folder: Path, zero: dict[str, float]) -> dict:
     """A trial read from a ``zoo fit`` export: its loss weights, final validation point and fit time."""
     config = json.loads((folder / "config.json").read_text())
     init, training = config["init_args"], config["metadata"]["training"]
-    final = config["metadata"]["val_history"][-1]
-    return {
-        "arm": arm,
-        "c_res": init["c_res"],
-        "c_proj": init["c_proj"],
-        "steps": training["global_step"],
-        "val_residual": final["residual"],
-        "val_mse": final["mse"],
-        "score": round(score(final, zero), 6),
-        "seconds": training["fit_time_s"],
-        "export": str(folder),
-    }
+    final, seconds = config["metadata"]["val_history"][-1], training["fit_time_s"]
+    trial = trial_record(arm, init["c_res"], init["c_proj"], training["global_step"], final, seconds, zero)
+    return trial | {"export": str(folder)}
 
 
 def record_trials(trials: list[dict], values: list[float], zero: dict[str, float]) -> dict:
