@@ -104,15 +104,21 @@ def test_complexity_term_widens_a_too_narrow_posterior():
     assert float(agent.posterior_kl().detach()) == pytest.approx(2 * 9 * (math.log(100) + 0.5 * 1e-4 - 0.5), rel=1e-3)
 
 
-def test_certificate_phase_on_a_few_episodes():
-    from zoo.pbsac.certificate import REWARD_RANGES, certify, loss_scale
+def _pendulum_certificate_setup():
+    """A small seeded Bayesian agent on Pendulum's spaces, its buffer layout, action scaler and reward range."""
+    from zoo.pbsac.certificate import REWARD_RANGES
     from zoo.pbsac.rollout import ActionScaler
 
     torch.manual_seed(0)
     agent = SACAgent(3, 1, SACConfig(hidden=16, sigma_init=0.05))
-    slices = ReplayBuffer(1, 3, 1).slices
     scaler = ActionScaler(np.array([-2.0], dtype=np.float32), np.array([2.0], dtype=np.float32))
-    rewards = REWARD_RANGES["Pendulum-v1"]
+    return agent, ReplayBuffer(1, 3, 1).slices, scaler, REWARD_RANGES["Pendulum-v1"]
+
+
+def test_certificate_phase_on_a_few_episodes():
+    from zoo.pbsac.certificate import certify, loss_scale
+
+    agent, slices, scaler, rewards = _pendulum_certificate_setup()
     prior = [p.clone() for p in agent.critic.head_posterior()]
     certificate, (mean, std) = certify(
         agent, "Pendulum-v1", scaler, slices, rewards, 200, episodes=4, posterior_steps=20, check_episodes=2
@@ -135,14 +141,9 @@ def test_certificate_phase_on_a_few_episodes():
 def test_certificate_over_prior_widths_is_the_union_bound_of_its_fits():
     """Four priors N(mu_f, (c sigma_f)^2): the certificate is the smallest per-width bound, each at delta / 4."""
     from zoo.pbsac.bound import pac_bayes_bound
-    from zoo.pbsac.certificate import PRIOR_WIDTHS, REWARD_RANGES, certify
-    from zoo.pbsac.rollout import ActionScaler
+    from zoo.pbsac.certificate import PRIOR_WIDTHS, certify
 
-    torch.manual_seed(0)
-    agent = SACAgent(3, 1, SACConfig(hidden=16, sigma_init=0.05))
-    slices = ReplayBuffer(1, 3, 1).slices
-    scaler = ActionScaler(np.array([-2.0], dtype=np.float32), np.array([2.0], dtype=np.float32))
-    rewards = REWARD_RANGES["Pendulum-v1"]
+    agent, slices, scaler, rewards = _pendulum_certificate_setup()
     prior = [p.clone() for p in agent.critic.head_posterior()]
     torch.manual_seed(1)  # the same certificate episodes for both calls
     one, _ = certify(agent, "Pendulum-v1", scaler, slices, rewards, 200, episodes=4, posterior_steps=10,
