@@ -45,29 +45,62 @@ def _tm_align(a, b):
     return tmtools.tm_align(np.ascontiguousarray(a), np.ascontiguousarray(b), sequence, sequence)
 
 
-def test_tm_score_against_tmtools(adk):
-    """Ours is at most TM-align's (+1e-3) where TM-align keeps the identity correspondence, and equal on near twins.
+def _aligned_pairs(result) -> np.ndarray:
+    """``(P, 2)`` residue index pairs of TM-align's alignment (its gapped strings)."""
+    i = j = 0
+    pairs = []
+    for a, b in zip(result.seqxA, result.seqyA):
+        if a != "-" and b != "-":
+            pairs.append((i, j))
+        i, j = i + (a != "-"), j + (b != "-")
+    return np.array(pairs)
 
-    TM-align may also change the correspondence, so it is an upper bound of a fixed-correspondence score only
-    when its alignment search finds the identity. Where it returns a gapped alignment of the two AdK end states
-    its heuristic scores below the identity correspondence (measured: open vs closed 0.6882, ours 0.6898); those
-    pairs are held to +5e-3 and listed in the module docstring.
+
+def test_tm_score_against_tmtools(adk):
+    """Ours is at most TM-align's (+1e-3), read on TM-align's own superposition; equal on near twins.
+
+    TM-align may change the correspondence, so its score bounds a fixed-correspondence score only where its
+    alignment search finds the identity. On the AdK end states it returns a gapped alignment (about 30 gaps,
+    ~25 residues paired off the identity) that scores *below* the identity correspondence under TM-align's own
+    rotation (open vs closed: TM-align 0.68816, identity pairs under its rotation 0.68943, ours 0.68977), so
+    there ours exceeds TM-align's number by up to 0.0026. It is TM-align's heuristic, not our d0 or
+    normalisation: our formula on TM-align's alignment and rotation reproduces its score to 1e-4. The bound
+    is therefore checked against the better of TM-align's two readings of its own superposition (its alignment,
+    or the identity pairs), with the issue's +1e-3.
     """
     open_state, closed_state = adk["states"]
     rng = np.random.default_rng(1)
-    pairs = [(open_state, closed_state)]
+    pairs = [(open_state, closed_state), (adk["trajectories"]["dims1"][-1], closed_state)]
+    pairs += [(adk["trajectories"]["tmd"][0], open_state)]
     pairs += [(frame, state) for frame in adk["trajectories"]["dims1"][::24] for state in (open_state, closed_state)]
     pairs += [(open_state + rng.normal(0, s, open_state.shape), open_state) for s in (0.1, 0.5, 1.0)]
     ours = metrics.tm_score(
         torch.as_tensor(np.stack([a for a, _ in pairs])), torch.as_tensor(np.stack([b for _, b in pairs]))
     )
-    gapped = 0
+    d0 = metrics.tm_d0(len(open_state))
+
+    def formula(distances):
+        return float((1.0 / (1.0 + (distances / d0) ** 2)).sum() / len(open_state))
+
+    gapped = above = 0
     for (a, b), score in zip(pairs, ours.tolist()):
         result = _tm_align(a, b)
+        moved = a @ result.u.T + result.t
+        aligned = _aligned_pairs(result)
+        # Same d0 and normalisation: the formula on TM-align's alignment and rotation gives its score.
+        assert formula(np.linalg.norm(moved[aligned[:, 0]] - b[aligned[:, 1]], axis=1)) == pytest.approx(
+            result.tm_norm_chain2, abs=1e-4
+        )
+        identity_under_theirs = formula(np.linalg.norm(moved - b, axis=1))
         identity = "-" not in result.seqxA and "-" not in result.seqyA
         gapped += not identity
-        assert score <= result.tm_norm_chain2 + (1e-3 if identity else 5e-3), (score, result.tm_norm_chain2)
-    assert gapped < len(pairs)  # the identity case is exercised
+        if identity:
+            assert score <= result.tm_norm_chain2 + 1e-3, (score, result.tm_norm_chain2)
+        assert score <= max(result.tm_norm_chain2, identity_under_theirs) + 1e-3
+        if score > result.tm_norm_chain2 + 1e-3:  # only where TM-align's alignment loses to the identity
+            above += 1
+            assert not identity and identity_under_theirs > result.tm_norm_chain2
+    assert 0 < gapped < len(pairs) and above >= 2  # both cases exercised; the end states are the gapped ones
     near = open_state + rng.normal(0, 0.2, open_state.shape)
     assert float(metrics.tm_score(near, open_state)) == pytest.approx(
         _tm_align(near, open_state).tm_norm_chain2, abs=0.01
