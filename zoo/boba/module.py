@@ -49,15 +49,21 @@ Reconstruction choices and deviations (R):
 9. Acquisition: the top B by ``mean + beta sigma`` among the scored candidates; every scored candidate counts as
    one surrogate inference. ``full_greedy`` (MolPAL-style) scores every unlabelled molecule each round with the
    same surrogate and acquisition; ``random`` labels B random molecules and trains nothing.
-10. Budget: 1% initial + 6 rounds of 1% (7% labelled), as the issue says.
+10. Budget: 1% initial + 6 rounds of **0.35%** (3.1% labelled, 1,409 oracle calls), not the issue's 6 rounds of
+    1%. At 1% the oracle left no headroom (``full_greedy`` found 97.9% of the test top 1%, 90.6% on validation), and
+    the issue says to shrink the budget until ``full_greedy`` is at most 85%: the batch per round was lowered on the
+    **validation** oracle (seed 100; 0.5% gave 0.757, 0.35% gave 0.667) to the first value with validation recall
+    <= 0.70, a margin because at 1% the test oracle's recall ran 0.07 above the validation oracle's. The initial
+    design (1%) and R = 6 are unchanged; the module's defaults stay at the issue's 1%, the recipe sets 0.35%.
 11. Tuning (``python -m zoo.boba.tune``, validation oracle, validation seeds): c, m, the reward rule and beta for
     BOBA, beta and the epochs for ``full_greedy``, the same number of trials each (a seeded random sample of
     BOBA's grid, the full grid of ``full_greedy``'s); BOBA's criterion is validation recall among configurations
     whose inferences stay within 25% of full-library inference (the claim's budget). The ablations and variants
-    reuse BOBA's tuned values with their component switched. Result (6 trials each, validation seed 100): BOBA
-    c = 0.2, m = 0.2, reward ``best``, beta = 1 (validation recall 0.735 at 18.6% of full-library inference;
-    the spec's defaults gave 0.680 at 10.0%); ``full_greedy`` beta = 0, 30 epochs (0.906). Every trial's
-    numbers are in ``zoo/boba/tuning.json``.
+    reuse BOBA's tuned values with their component switched. Result at the 0.35% budget (6 trials each,
+    validation seed 100): BOBA c = 0.5, m = 0.1, reward ``topk``, beta = 0.5 (validation recall 0.564 at 9.8% of
+    full-library inference; the six trials span 0.377-0.564, the spec's defaults 0.544); ``full_greedy`` beta = 0,
+    15 epochs (0.675; its six span 0.634-0.675). Every trial's numbers, the budget probe and the earlier tuning at
+    the 1% budget are in ``zoo/boba/tuning.json``.
 12. Epochs per round are fixed at 30 for BOBA (the spec's); ``full_greedy`` chose its own from {15, 30}.
 
 Lightning: :class:`BOBAModule` holds the ensemble (the learned weights), the bandit state (``arm_pulls``,
