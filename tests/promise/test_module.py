@@ -39,6 +39,19 @@ def test_exposure_and_context_tags(datamodule):
     assert datamodule.coefficients.shape == (400, 8)
 
 
+def test_independent_tagging_tags_both_halves_and_keeps_the_exposure(datamodule):
+    """The validation study's variant: same items and encoder, tags independent of the state."""
+    other = ProMiSEDataModule(tagging="independent")
+    other.setup()
+    assert (other.items == datamodule.items).all() and torch.equal(other.coefficients, datamodule.coefficients)
+    assert torch.equal(other.state_frequency, datamodule.state_frequency)
+    # The last 15% of the 400 items are the open-half draws: never ligand under the spec's tagging.
+    assert not (datamodule.contexts[-60:] == 1).any() and (other.contexts[-60:] == 1).any()
+    assert 0.35 < float((other.contexts == 1).double().mean()) < 0.65
+    with pytest.raises(ValueError, match="tagging must be one of state, independent"):
+        ProMiSEDataModule(tagging="random")
+
+
 def test_sampling_with_a_fixed_seed_is_deterministic(datamodule):
     module = _module_with_encoder(datamodule)
     first = module.ensemble("apo", 4, seed=3)

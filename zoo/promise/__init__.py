@@ -45,9 +45,20 @@ _NOTES = (
     "without guidance: ddpm_no_reweight rarely covers the open state, and importance reweighting raises its "
     "success, but by less than 0.3. The dose-response (success_exposure_*) falls as the exposure is balanced "
     "because, with the spec's tagging, the apo context's open share grows (0.26 at 85/15, 0.67 at 50/50) and "
-    "guided apo samples then miss the closed state. TM-score: our fixed-correspondence search scores up to "
-    "+0.0025 above tmtools' TM-align on the AdK end-state pairs where TM-align returns a gapped alignment (open vs "
-    "closed 0.6898 vs 0.6882); the issue's bound of +1e-3 holds wherever TM-align keeps the identity."
+    "guided apo samples then miss the closed state. Guidance samples about p(x|c)^(1+w) / p(x)^w, multiplying "
+    "the apo open mass by (0.26/0.15)^w: with the spec's tags no guidance setting can collapse apo samples onto "
+    "the dominant state. Tried on validation only (zoo.promise.tagging_study, 3 seeds, same grid and rules): "
+    "tags independent of the state (every item 'ligand' with probability 0.5) give ddpm_biased success 0.15 "
+    "(0.10 / 0.20 / 0.15), ddpm_debiased 0.33 (0.40 / 0.15 / 0.45), gain +0.18 < 0.3, and a context delta of "
+    "-0.08 that is context-blind by construction; not adopted (the gain still misses, the context claim would "
+    "pass vacuously and the ligand emulation would be lost), so the checkpoint keeps the spec's tags. "
+    "TM-score: on the AdK end states tmtools' TM-align returns a gapped alignment (~31 gaps) that scores below "
+    "the identity correspondence under its own rotation (open vs closed: TM-align 0.6882, identity pairs under "
+    "its rotation 0.6894, ours 0.6898; up to +0.0026 on end frames); our formula on TM-align's alignment and "
+    "rotation reproduces its score to 1e-5 (same d0 5.44 A and 1/L), so the excess is TM-align's heuristic. "
+    "Ours <= max(TM-align, identity under its rotation) + 1e-3 on every tested pair, and <= TM-align + 1e-3 "
+    "wherever TM-align keeps the identity. Batched RMSD (QCP on Horn's 4x4 matrix, no rotation, float64): "
+    "benchmarks/promise_metrics.py."
 )
 
 register_model(

@@ -5,7 +5,9 @@
 * Training items ("exposure"): ``n_train`` frames drawn (with replacement, data ``seed``) from the DIMS frames,
   a fraction ``exposure`` from the closed half (frames nearer the closed than the open state) and the rest
   from the open half. Closed-half items are tagged ``ligand`` with probability ``ligand_tag_prob``, every other
-  item ``apo``. Batches are ``(whitened PC coefficients (B, K), context id (B,))``.
+  item ``apo`` (``tagging="state"``, the spec); ``tagging="independent"`` tags every item ``ligand`` with that
+  probability whatever its state (the context then carries no information about the state: a variant tried on
+  validation, see :mod:`zoo.promise.module`). Batches are ``(whitened PC coefficients (B, K), context id (B,))``.
 * Validation / test batches are ensemble indices: the module samples the ensembles itself (``val_ensembles`` /
   ``test_ensembles`` of them, sampling seeds disjoint between the two) and scores them on :meth:`targets`.
 """
@@ -25,6 +27,8 @@ from zoo.promise.structures import HELD_OUT_TRAJECTORY, STATE_NAMES, TRAIN_TRAJE
 #: First sampling seed of the validation ensembles and of the test ensembles (ensemble k uses seed + k).
 VAL_SAMPLE_SEED = 1_000_000
 TEST_SAMPLE_SEED = 0
+#: How training items get their context tag (see the module docstring).
+TAGGINGS = ("state", "independent")
 
 
 class ProMiSEDataModule(pl.LightningDataModule):
@@ -34,6 +38,8 @@ class ProMiSEDataModule(pl.LightningDataModule):
         exposure: Fraction of training items from the closed half (0.85: the spec's biased exposure).
         n_train: Training items drawn.
         ligand_tag_prob: Probability that a closed-half item is tagged ``ligand`` (else ``apo``).
+        tagging: ``"state"`` (the spec: only closed-half items can be tagged ``ligand``) or ``"independent"``
+            (any item is tagged ``ligand`` with ``ligand_tag_prob``, independently of its state).
         n_components: PCA components K.
         batch_size: Training batch size.
         steps_per_epoch: Batches per training epoch (drawn with replacement from the items).
@@ -47,6 +53,7 @@ class ProMiSEDataModule(pl.LightningDataModule):
         exposure: float = 0.85,
         n_train: int = 400,
         ligand_tag_prob: float = 0.5,
+        tagging: str = "state",
         n_components: int = 8,
         batch_size: int = 128,
         steps_per_epoch: int = 500,
@@ -59,6 +66,8 @@ class ProMiSEDataModule(pl.LightningDataModule):
             raise ValueError(f"exposure must be in (0, 1) (both halves are seen), got {exposure}")
         if not 0.0 <= ligand_tag_prob <= 1.0:
             raise ValueError(f"ligand_tag_prob must be in [0, 1], got {ligand_tag_prob}")
+        if tagging not in TAGGINGS:
+            raise ValueError(f"tagging must be one of {', '.join(TAGGINGS)}, got {tagging!r}")
         if min(n_train, n_components, batch_size, steps_per_epoch, val_ensembles, test_ensembles) < 1:
             raise ValueError("n_train, n_components, batch_size, steps_per_epoch and the ensemble counts must be >= 1")
         self.save_hyperparameters()
@@ -84,7 +93,8 @@ class ProMiSEDataModule(pl.LightningDataModule):
             [rng.choice(closed_half, n_closed, replace=True), rng.choice(open_half, h.n_train - n_closed, replace=True)]
         )
         is_closed = np.arange(h.n_train) < n_closed
-        tags = np.where(is_closed & (rng.random(h.n_train) < h.ligand_tag_prob), "ligand", "apo")
+        taggable = is_closed if h.tagging == "state" else np.ones(h.n_train, dtype=bool)
+        tags = np.where(taggable & (rng.random(h.n_train) < h.ligand_tag_prob), "ligand", "apo")
         self.items = picks
         self.contexts = torch.as_tensor([CONTEXT_IDS[tag] for tag in tags], dtype=torch.long)
         self.coefficients = encode(frames[picks], self.pca).float()
