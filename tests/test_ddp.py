@@ -152,6 +152,7 @@ SWEEP = {
         ["--trainer.limit_train_batches=2", "--trainer.limit_val_batches=1"],
         "pairs",
     ),  # fmt: skip
+    "promise": ("fit", "promise/adk", [*FEW, "--data.init_args.n_train=64", "--data.init_args.val_ensembles=2"], "ok"),
 }
 
 
