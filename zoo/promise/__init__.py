@@ -57,8 +57,11 @@ _NOTES = (
     "its rotation 0.6894, ours 0.6898; up to +0.0026 on end frames); our formula on TM-align's alignment and "
     "rotation reproduces its score to 1e-5 (same d0 5.44 A and 1/L), so the excess is TM-align's heuristic. "
     "Ours <= max(TM-align, identity under its rotation) + 1e-3 on every tested pair, and <= TM-align + 1e-3 "
-    "wherever TM-align keeps the identity. Batched RMSD (QCP on Horn's 4x4 matrix, no rotation, float64): "
-    "benchmarks/promise_metrics.py."
+    "wherever TM-align keeps the identity. Batched RMSD (QCP on Horn's 4x4 matrix, no rotation, float64; "
+    "benchmarks/promise_metrics.py under the lock, one thread, 1,000 samples x 2 states): 5.1 ms against 66 ms "
+    "for a loop of MDAnalysis rms.rmsd (13.0x), largest difference 3.5e-13 A; with 2 torch threads on the "
+    "shared 2-core machine it was 80 ms (0.68x: thread contention). The TM-score of the same 2,000 pairs, an "
+    "iterative 35-seed superposition search per pair, takes 5.6 s (one thread)."
 )
 
 register_model(
