@@ -40,7 +40,8 @@ def test_forward_gives_every_heads_utility_and_rejects_bad_images(model):
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [({"taste": (1.0, 2.0)}, "6 weights"), ({"ridge_alphas": (1.0, 1.0, 1.0)}, "ridge_alphas"),
-     ({"temperature": 0.0}, "temperature"), ({"ssim_floor": 1.5}, "ssim_floor")],
+     ({"temperature": 0.0}, "temperature"), ({"ssim_floor": 1.5}, "ssim_floor"),
+     ({"utility_scale": 0.0}, "utility_scale")],
 )  # fmt: skip
 def test_bad_module_arguments_are_rejected(kwargs, match):
     from zoo.visual_persuasion.module import VisualPersuasionModule

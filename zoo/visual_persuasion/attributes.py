@@ -13,9 +13,15 @@ clutter    background clutter: mean Sobel magnitude (``skimage.filters.sobel``) 
 =========  ==========================================================================================
 
 The hidden component, outside the six logged attributes, is the centre detail: the mean Sobel magnitude inside
-the centre box. The hidden utility is ``taste . z(a(x)) + hidden_weight * z(detail(x))`` with z-scores from the
-heads' training edits; the judges' heads regress EfficientNet features onto it, so they respond to the image,
-and the revealed-preference analysis (which only sees the six attributes) cannot reproduce it exactly.
+the centre box. The hidden utility is ``scale * (taste . z(a(x)) + hidden_weight * z(detail(x)))`` with z-scores
+from the heads' training edits; the judges' heads regress EfficientNet features onto it, so they respond to the
+image, and the revealed-preference analysis (which only sees the six attributes) cannot reproduce it exactly.
+
+``scale`` (:data:`UTILITY_SCALE`, a reconstructed choice) puts the utility in the units of the choice rule's
+temperature: unscaled, a random plausible edit moves the judges' utility by about 4.5 T_c (standard deviation),
+so every search saturates at P ~ 0.99 and the task cannot tell optimisers apart; 0.3 is the largest scale at
+which random search stays below the headroom gate on the validation items (``zoo/visual_persuasion/module.py``,
+deviation 10).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ THEMES = {  # autointerp's theme text by (attribute, sign of its coefficient)
 }
 DEFAULT_TASTE = (0.8, 0.2, 0.5, 0.3, 0.6, -0.4)
 HIDDEN_WEIGHT = 0.3
+UTILITY_SCALE = 0.3  # chosen on validation: the headroom calibration of tune.py (tuning.json)
 CENTRE = 0.25  # the centre box spans [CENTRE, 1 - CENTRE] of each side
 SCALE_GRID = np.exp(np.linspace(np.log(0.70), np.log(1.50), 33))
 
@@ -161,9 +168,14 @@ def measure(image: np.ndarray, original: np.ndarray) -> np.ndarray:
 
 
 def hidden_utility(
-    raw: np.ndarray, mean: np.ndarray, std: np.ndarray, taste=DEFAULT_TASTE, hidden_weight=HIDDEN_WEIGHT
+    raw: np.ndarray,
+    mean: np.ndarray,
+    std: np.ndarray,
+    taste=DEFAULT_TASTE,
+    hidden_weight=HIDDEN_WEIGHT,
+    scale: float = UTILITY_SCALE,
 ) -> np.ndarray:
-    """``taste . z(a) + hidden_weight * z(detail)`` for measured rows ``raw`` ``(N, 7)``.
+    """``scale * (taste . z(a) + hidden_weight * z(detail))`` for measured rows ``raw`` ``(N, 7)``.
 
     Args:
         raw: Rows of :func:`measure`.
@@ -171,6 +183,7 @@ def hidden_utility(
         std: Per-column standard deviation.
         taste: The six attribute weights (the disclosed ground truth).
         hidden_weight: Weight of the hidden centre detail.
+        scale: The utility's scale (in the units of the choice rule's ``U(first) - U(second)``).
     """
     z = (np.asarray(raw) - mean) / std
-    return z[:, :6] @ np.asarray(taste, dtype=np.float64) + hidden_weight * z[:, 6]
+    return scale * (z[:, :6] @ np.asarray(taste, dtype=np.float64) + hidden_weight * z[:, 6])

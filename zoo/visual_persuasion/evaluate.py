@@ -7,7 +7,8 @@ edits otherwise), then every arm on the 32 test items. Metrics per arm:
   of the 3 optimisation judges; ``p_ci_low`` the 2.5% point of a bootstrap clustered by item;
   ``p_beats_original_heldout`` the same under the held-out 4th head;
 * ``spearman_sensitivity``: Spearman between the GLM coefficients recovered from the arm's logged judge calls and
-  the chooser's true sensitivities (single-parameter sweeps); 0 for ``original``, which logs no call;
+  the chooser's true sensitivities (measured on the test items in the way chosen on the validation items by
+  split-half reliability, ``tuning.json["sensitivity"]``); 0 for ``original``, which logs no call;
 * ``judge_calls`` (requested per item), ``judge_calls_unique`` (after the cache), ``ssim_mean``.
 
 Random search gets CVPO's judge calls item by item (same seed). Tuned constants: ``tuning.json``
@@ -100,15 +101,22 @@ def _items(run) -> np.ndarray:
     return base_items("test")[: run.settings["items"]]
 
 
+def sensitivity_method() -> str:
+    """The way of measuring the true sensitivities chosen on the validation items (``tune.py --probe``)."""
+    record = json.loads(TUNING_FILE.read_text()) if TUNING_FILE.is_file() else {}
+    return record.get("sensitivity", {}).get("chosen", "sweep_small")
+
+
 def _sensitivities(run, module, items) -> np.ndarray:
     if "sensitivities" not in run.cache:
-        from zoo.visual_persuasion.preferences import true_sensitivities
+        from zoo.visual_persuasion.preferences import SENSITIVITY_METHODS, true_sensitivities
 
         judge = module.judge(run.seed)
         mean, std = module.attribute_stats
         run.cache["sensitivities"] = true_sensitivities(
-            lambda images: judge.utilities(images).mean(axis=1), module.editor(), items, mean, std
-        )
+            lambda images: judge.utilities(images).mean(axis=1), module.editor(), items, mean, std,
+            seed=run.seed, **SENSITIVITY_METHODS[sensitivity_method()],
+        )  # fmt: skip
     return run.cache["sensitivities"]
 
 
@@ -165,6 +173,7 @@ def measure(arm: str, run) -> dict[str, float]:
     extras["themes"] = preferences["top_themes"]
     extras["theme_clusters"] = preferences["clusters"]
     run.extras["true_sensitivities"] = [round(float(v), 4) for v in sensitivities]
+    run.extras["sensitivity_method"] = sensitivity_method()
     run.extras["head_out_of_bag_r2"] = [round(float(v), 4) for v in module.head_r2]
     taste = np.asarray(module.hparams.taste)
     return {

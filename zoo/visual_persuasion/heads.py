@@ -82,7 +82,7 @@ def fit_heads(
     return np.stack(weights), np.array(bias), r2
 
 
-def utility_target(measurements: np.ndarray, taste, hidden_weight: float):
-    """z-score statistics of the measurements and the hidden utility of each row."""
+def utility_target(measurements: np.ndarray, taste, hidden_weight: float, scale: float = 1.0):
+    """z-score statistics of the measurements and the (scaled) hidden utility of each row."""
     mean, std = measurements.mean(axis=0), measurements.std(axis=0) + 1e-9
-    return mean, std, hidden_utility(measurements, mean, std, taste, hidden_weight)
+    return mean, std, hidden_utility(measurements, mean, std, taste, hidden_weight, scale)

@@ -3,8 +3,10 @@
 * :func:`revealed_preferences` fits ``P(first chosen) = logistic(c + beta . (a(first) - a(second)))`` over every
   logged judge call with statsmodels' binomial GLM and standard errors clustered by image pair
   (``cov_type='cluster'``). The attributes are measured on the edited images, never read from edit parameters.
-* :func:`true_sensitivities` measures ``dU/da_k`` through the chooser: single-parameter sweeps around every item,
-  then least squares of the change in the judges' mean utility on the change in the six attributes.
+* :func:`true_sensitivities` measures ``dU/da_k`` through the chooser: edits of every item (single-parameter sweeps
+  or random plausible edits), then least squares of the change in the judges' mean utility on the change in the
+  six measured attributes. Which edits is chosen on the validation items by split-half reliability
+  (``python -m zoo.visual_persuasion.tune --probe``; ``tuning.json["sensitivity"]``).
 * :func:`autointerp` renders the top attributes by ``|beta|`` as themes, and groups the decisive contests'
   attribute differences with Ward clustering (``scipy.cluster.hierarchy``), one theme per cluster: the offline
   stand-in for describing pairs with an LLM and clustering the descriptions' embeddings.
@@ -67,26 +69,59 @@ def sweep_units(differences=(0.05, 0.1)) -> list[np.ndarray]:
     return units
 
 
+#: The ways of measuring the chooser's true sensitivities compared on the validation items (``tune.py --probe``).
+SENSITIVITY_METHODS = {
+    "sweep_small": {"method": "sweep", "differences": (0.05, 0.1)},
+    "sweep_multi": {"method": "sweep", "differences": (0.05, 0.1, 0.2, 0.3)},
+    "random_edits": {"method": "random", "edits_per_item": 48},
+}
+
+
+def _edits(method: str, editor: Editor, item: np.ndarray, rng, differences, edits_per_item) -> list[np.ndarray]:
+    if method == "sweep":
+        return [editor.edit(item, from_unit(unit)) for unit in sweep_units(differences)]
+    if method == "random":
+        from zoo.visual_persuasion.editor import LOWER, UPPER
+
+        return [editor.plausible(item, rng.uniform(LOWER, UPPER))[1] for _ in range(edits_per_item)]
+    raise ValueError(f"unknown sensitivity method {method!r}; 'sweep' or 'random'")
+
+
 def true_sensitivities(
-    utility, editor: Editor, items: np.ndarray, attribute_mean: np.ndarray, attribute_std: np.ndarray
+    utility,
+    editor: Editor,
+    items: np.ndarray,
+    attribute_mean: np.ndarray,
+    attribute_std: np.ndarray,
+    method: str = "sweep",
+    differences=(0.05, 0.1),
+    edits_per_item: int = 32,
+    seed: int = 0,
 ) -> np.ndarray:
-    """The chooser's ``dU/da_k`` (k over the six attributes, z-scored) from single-parameter sweeps.
+    """The chooser's ``dU/da_k`` (k over the six attributes, z-scored): least squares of the change in the
+    judges' mean utility on the change in the six measured attributes, over edits of every item.
 
     Args:
         utility: ``images -> (N,)`` mean utility of the optimisation judges.
-        editor: The editor (raw edits: the sweep is a measurement, not a proposal).
+        editor: The editor.
         items: The items ``(N, H, W, 3)``.
         attribute_mean: z-score means of the 7 measurements.
         attribute_std: z-score standard deviations.
+        method: ``"sweep"``: single-parameter sweeps of ``+-differences`` (unit coordinates) around the identity
+            (raw edits: the sweep is a measurement, not a proposal); ``"random"``: ``edits_per_item`` random
+            plausible edits (every parameter uniform in its bounds, then the SSIM floor), the heads' training
+            distribution, so the slope is the chooser's linear response over the plausible edits.
+        differences: Sweep steps (``"sweep"``).
+        edits_per_item: Random edits per item (``"random"``).
+        seed: Seed of the random edits.
     """
-    units = sweep_units()
+    rng = np.random.default_rng([seed, 1418])
     images, deltas, owners = [], [], []
     for index, item in enumerate(items):
         base = (measure(item, item) - attribute_mean) / attribute_std
         images.append(item)
         owners.append((index, None))
-        for unit in units:
-            edited = editor.edit(item, from_unit(unit))
+        for edited in _edits(method, editor, item, rng, differences, edits_per_item):
             images.append(edited)
             deltas.append(((measure(edited, item) - attribute_mean) / attribute_std - base)[:6])
             owners.append((index, len(deltas) - 1))

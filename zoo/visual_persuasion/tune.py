@@ -8,6 +8,21 @@ optimisation). Random search gets the tuned CVPO's judge calls item by item, as 
 
 Run in pieces under the CPU lock: ``flock /tmp/zoo-cpu.lock python -m zoo.visual_persuasion.tune --arms cvpo``,
 then ``--arms vfd random_search oracle_gradient`` (each run keeps the others' record).
+
+``--calibrate 0.5 0.4 0.3`` chooses the judges' utility scale (``attributes.UTILITY_SCALE``): the largest at
+which random search (range 0.5, at the recorded CVPO winner's judge calls) stays <= 0.88 on the validation items
+(the headroom gate 0.90 with a margin), then tunes every arm at it (``tuning.json["calibration"]``; the tuning at
+0.2, T_c over the unscaled spread, is kept under ``"scale_0.2"``).
+
+``--probe`` measures two things on the validation items before any arm is tuned (``tuning.json["probe"]``):
+
+* the utility spread: the standard deviation of the judges' mean utility change under random plausible edits
+  (every parameter uniform in its bounds, then the SSIM floor), in units of the temperature T_c (unscaled 0.91,
+  4.5 T_c);
+* the chooser's true sensitivities by each way in ``preferences.SENSITIVITY_METHODS``, on the two halves of the
+  validation items (one crop of every photo each): the way with the highest split-half Spearman is the one the
+  evaluation uses (ties: the smaller edits). Spearman with the disclosed taste is reported, not used to choose;
+  neither the optimisers' logs nor the test items enter the choice.
 """
 
 from __future__ import annotations
@@ -26,24 +41,79 @@ from zoo.visual_persuasion.pipeline import OPTIMISATION_HEADS, ArmSettings, head
 HEADS_CACHE = Path("runs/visual_persuasion-tune/validation_heads.npz")
 
 
-def validation_module():
-    """The recipe's module with heads fit on seed 100's training edits (cached in runs/)."""
+def validation_module(utility_scale: float | None = None):
+    """The recipe's module with heads fit on seed 100's training edits (cached in runs/), at ``utility_scale``
+    (the module's default without it)."""
     import torch
 
     from zoo.visual_persuasion.data import PersuasionDataModule
     from zoo.visual_persuasion.module import VisualPersuasionModule
 
-    module = VisualPersuasionModule(seed=VALIDATION_SEED, optimise=False)
+    extra = {} if utility_scale is None else {"utility_scale": float(utility_scale)}
+    module = VisualPersuasionModule(seed=VALIDATION_SEED, optimise=False, **extra)
     if HEADS_CACHE.is_file():
+        # ridge is linear in its target, so heads fit at another utility scale are exactly rescaled
         state = dict(np.load(HEADS_CACHE))
+        factor = module.hparams.utility_scale / float(state.pop("utility_scale", 1.0))
+        state["head_weight"], state["head_bias"] = state["head_weight"] * factor, state["head_bias"] * factor
         module.load_state_dict({k: torch.as_tensor(v) for k, v in state.items()})
         return module
     data = PersuasionDataModule(seed=VALIDATION_SEED)
     data.setup()
     module.fit_heads(data.train_images, data.train_measurements)
     HEADS_CACHE.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(HEADS_CACHE, **{k: v.numpy() for k, v in module.state_dict().items()})
+    state = {k: v.numpy() for k, v in module.state_dict().items()}
+    np.savez(HEADS_CACHE, utility_scale=np.array(module.hparams.utility_scale), **state)
     return module
+
+
+def utility_spread(module, items, edits_per_item: int = 24) -> dict:
+    """Standard deviation of the judges' mean utility change under random plausible edits (module units, T_c)."""
+    from zoo.visual_persuasion.editor import LOWER, UPPER
+
+    rng = np.random.default_rng([VALIDATION_SEED, 1419])
+    editor, judge = module.editor(), module.judge(VALIDATION_SEED)
+    changes = []
+    for item in items:
+        edited = [editor.plausible(item, rng.uniform(LOWER, UPPER))[1] for _ in range(edits_per_item)]
+        utilities = judge.utilities([item, *edited]).mean(axis=1)
+        changes.append(utilities[1:] - utilities[0])
+    changes = np.concatenate(changes)
+    std = float(changes.std())
+    scale, temperature = module.hparams.utility_scale, module.hparams.temperature
+    return {
+        "edits": int(changes.size),
+        "std": round(std, 4),
+        "std_over_temperature": round(std / temperature, 3),
+        "utility_scale": scale,
+        "unscaled_std": round(std / scale, 4),
+        "scale_for_one_temperature": round(temperature * scale / std, 3),
+    }
+
+
+def sensitivity_probe(module, items) -> dict:
+    """Every way of measuring the true sensitivities on the two halves of the validation items."""
+    from scipy.stats import spearmanr
+
+    from zoo.visual_persuasion.preferences import SENSITIVITY_METHODS, true_sensitivities
+
+    judge = module.judge(VALIDATION_SEED)
+    mean, std = module.attribute_stats
+    taste = np.asarray(module.hparams.taste)
+    out = {}
+    for name, kwargs in SENSITIVITY_METHODS.items():
+        halves = [true_sensitivities(lambda images: judge.utilities(images).mean(axis=1), module.editor(),
+                                     items[half::2], mean, std, seed=VALIDATION_SEED + half, **kwargs)
+                  for half in (0, 1)]  # fmt: skip
+        whole = (halves[0] + halves[1]) / 2
+        out[name] = {"split_half_spearman": round(float(spearmanr(*halves).statistic), 4),
+                     "spearman_taste": round(float(spearmanr(whole, taste).statistic), 4),
+                     "halves": [[round(float(v), 4) for v in h] for h in halves]}  # fmt: skip
+        print("sensitivity", name, out[name], flush=True)
+    chosen = max(out, key=lambda name: out[name]["split_half_spearman"])  # dict order: smaller edits first on ties
+    return {"methods": out, "chosen": chosen,
+            "criterion": "highest split-half Spearman of the sensitivities on the 16 validation items (halves: one "
+                         "crop of every photo each), validation heads"}  # fmt: skip
 
 
 def score(module, arm: str, settings: ArmSettings, items, budgets=None) -> tuple[float, list[int]]:
@@ -60,7 +130,18 @@ def main(argv=None) -> dict:
     from zoo.visual_persuasion.images import base_items
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arms", nargs="+", default=list(GRIDS), choices=list(GRIDS))
+    parser.add_argument("--arms", nargs="*", default=list(GRIDS), choices=list(GRIDS))
+    parser.add_argument("--probe", action="store_true", help="measure the utility spread and the sensitivity ways")
+    parser.add_argument("--utility-scale", type=float, default=None, help="the judges' utility scale")
+    parser.add_argument(
+        "--calibrate",
+        type=float,
+        nargs="*",
+        default=None,
+        help="utility scales to try, largest first: the first at which random search (range 0.5, "
+        "at the recorded CVPO winner's calls) stays <= --headroom is the one tuned",
+    )
+    parser.add_argument("--headroom", type=float, default=0.88)
     parser.add_argument("--out", default=str(TUNING_FILE))
     args = parser.parse_args(argv)
     torch.set_num_threads(2)
@@ -69,8 +150,45 @@ def main(argv=None) -> dict:
     record.setdefault("chosen", {})
     record.setdefault("seconds", {})
     record.setdefault("cvpo_calls", None)
-    module = validation_module()
     items = base_items("validation")
+    scale = args.utility_scale
+    if args.calibrate:
+        rows = []
+        for scale in sorted(args.calibrate, reverse=True):
+            started = time.perf_counter()
+            module = validation_module(scale)
+            base = replace(ArmSettings(), **record["chosen"].get("cvpo", {}), random_range=0.5)
+            p_cvpo, calls = score(module, "cvpo", base, items)
+            p_random, _ = score(module, "random_search", base, items, calls)
+            rows.append(
+                {
+                    "utility_scale": scale,
+                    "cvpo": round(p_cvpo, 4),
+                    "random_search": round(p_random, 4),
+                    "judge_calls": float(np.mean(calls)),
+                    "seconds": round(time.perf_counter() - started, 1),
+                }
+            )
+            print("calibrate", rows[-1], flush=True)
+            if p_random <= args.headroom:
+                break
+        record["calibration"] = {
+            "rows": rows,
+            "chosen": scale,
+            "cvpo_settings": record["chosen"].get("cvpo", {}),
+            "criterion": f"the largest utility scale at which random search (range 0.5) at CVPO's judge calls "
+            f"stays <= {args.headroom} on the validation items (headroom gate 0.90 with a margin)",
+        }
+        Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
+    module = validation_module(scale)
+    record["utility_scale"] = module.hparams.utility_scale
+    if args.probe:
+        started = time.perf_counter()
+        record["probe"] = {"utility_spread": utility_spread(module, items)}
+        print("spread", record["probe"]["utility_spread"], flush=True)
+        record["sensitivity"] = sensitivity_probe(module, items)
+        record["probe"]["seconds"] = round(time.perf_counter() - started, 1)
+        Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
     for arm in args.arms:
         started = time.perf_counter()
         grid = GRIDS[arm]
