@@ -23,8 +23,10 @@ from zoo.specexit.models import (
     TargetOutput,
     build_target,
     chunk_mask,
+    coupled_mask,
     target_forward,
 )
+from zoo.specexit.positions import position_ids
 from zoo.specexit.tokenizer import TraceTokenizer
 from zoo.specexit.traces import Problem, build_trace, exit_label, last_computed_value, parse_answer
 
@@ -101,22 +103,40 @@ def test_draft_kv_cache_equals_full_recomputation(models):
 
 @torch.no_grad()
 def test_cached_greedy_generation_equals_recomputation(models):
+    """KV-cached decoding with coupled ids and the attention window equals recomputing the whole sequence."""
     target, _ = models
-    prompt = TOK.encode(Problem((12, 34, 5), ("+", "-")).prompt)
-    cached = target_generate(target, prompt, TAPS, eos_id=-1, max_new_tokens=25).tokens
+    prompt = TOK.encode(Problem((12, 3, 5, 7, 1, 2, 8, 4, 6, 9), ("+", "-") * 4 + ("+",)).prompt)
+    cached = target_generate(target, prompt, TAPS, TOK, max_new_tokens=25).tokens
     sequence = list(prompt)
     for _ in range(25):
-        sequence.append(int(target_forward(target, torch.tensor([sequence]), TAPS).logits[0, -1].argmax()))
+        positions = torch.tensor(position_ids(TOK, sequence))
+        logits = target_forward(target, torch.tensor([sequence]), TAPS, positions=positions, key_positions=positions)
+        sequence.append(int(logits.logits[0, -1].argmax()))
     assert cached == sequence[len(prompt) :]
+    # the coupled ids and the window matter: plain 0..T-1 ids, or no window, give another network
+    positions = torch.tensor(position_ids(TOK, sequence))
+    coupled = target_forward(target, torch.tensor([sequence]), TAPS, positions=positions, key_positions=positions)
+    assert not torch.allclose(target_forward(target, torch.tensor([sequence]), TAPS).logits, coupled.logits)
+    unwindowed = target_forward(target, torch.tensor([sequence]), TAPS, positions=positions)
+    assert not torch.allclose(unwindowed.logits, coupled.logits)
+
+
+def test_coupled_mask_is_causal_and_windowed():
+    positions = torch.tensor([0, 55, 10, 45])
+    mask = coupled_mask(None, 0, positions, positions)[0, 0]
+    expected = torch.tensor(
+        [[1, 0, 0, 0], [0, 1, 0, 0], [1, 0, 1, 0], [0, 1, 1, 1]], dtype=torch.bool
+    )  # 0-55, 10-55 and 0-45 are more than 40 ids apart
+    assert torch.equal(mask, expected)
 
 
 @torch.no_grad()
 def test_speculative_greedy_is_lossless_on_random_models(models):
     target, draft = models
-    for k, expression in ((1, (12, 34, 5)), (3, (7, 8, 9, 10)), (5, (12, 34, 5))):
+    for k, expression in ((1, (12, 34, 5)), (3, (7, 8, 9, 10)), (5, (12, 34, 5)), (4, (9, 8, 7, 6, 5, 4, 3, 2, 1, 2))):
         decoder = SpeculativeDecoder(target, draft, TOK, k=k, max_new_tokens=40)
         prompt = TOK.encode(Problem(expression, ("+",) * (len(expression) - 1)).prompt)
-        reference = target_generate(target, prompt, TAPS, TOK.eos_id, max_new_tokens=40)
+        reference = target_generate(target, prompt, TAPS, TOK, max_new_tokens=40)
         result = decoder.generate(prompt)
         assert result.tokens == reference.tokens
         assert result.target_forwards <= reference.target_forwards
@@ -148,12 +168,13 @@ class ScriptedTarget:
             return post[done] if done < len(post) else TOK.eos_id
         return TOK.eos_id
 
-    def __call__(self, target, input_ids, taps, cache=None, positions=None, mask=None):
+    def __call__(self, target, input_ids, taps, cache=None, positions=None, mask=None, key_positions=None):
         past = cache.get_seq_length()
         q = input_ids.shape[1]
-        positions = torch.arange(past, past + q) if positions is None else positions
+        # sequence indices (not position ids): a probe pass branches off after the cached tokens it may see
+        visible = past if mask is None else int(mask[0, 0, 0, :past].sum())
         logits = torch.full((1, q, len(TOK)), -10.0)
-        for i, (pos, token) in enumerate(zip(positions.tolist(), input_ids[0].tolist(), strict=True)):
+        for i, (pos, token) in enumerate(zip(range(visible, visible + q), input_ids[0].tolist(), strict=True)):
             self.sequence[pos] = token
             logits[0, i, self.next_token([self.sequence[j] for j in range(pos + 1)])] = 10.0
         cache.lengths = [past + q] * len(cache.lengths)
@@ -206,7 +227,7 @@ def test_exit_fires_at_first_delimiter_and_forces_end_of_thinking(monkeypatch, m
     assert result.exit_at is not None
     assert tokens[result.exit_at] == TOK.delim_id and tokens[result.exit_at + 1] == TOK.end_think_id
     assert tokens.count(TOK.end_think_id) == 1
-    assert text.startswith("68-12+7.\n\n</think>")  # cut at the first delimiter of the thinking block
+    assert text.startswith("+45=68.\n\n</think>")  # cut at the first delimiter of the thinking block
     assert text.endswith("Answer: 68\n\n<eos>")  # the delimiter after </think> did not trigger anything
 
 
@@ -224,7 +245,7 @@ def test_first_check_reference_stops_at_the_first_check_token(monkeypatch, model
     trace, decoder = _scripted(monkeypatch, models, problem)
     result = decoder.generate(trace.ids[: trace.prompt_len], FirstCheckStop(TOK))
     text = TOK.decode(result.tokens)
-    assert text == "68-12+7.\n\n56+7.\n\n63.\n\nCheck:"
+    assert text == "+45=68.\n\n-12=56.\n\n+7=63.\n\n63.\n\nCheck:"
     assert last_computed_value(text) == 63 and result.exit_at is None
 
 
@@ -233,6 +254,6 @@ def test_oracle_exit_fires_at_the_exit_label(monkeypatch, models):
     trace, decoder = _scripted(monkeypatch, models, problem)
     result = decoder.generate(trace.ids[: trace.prompt_len], OracleExit(TOK, 63))
     assert result.exit_at == exit_label(trace.ids, TOK) - trace.prompt_len
-    assert TOK.decode(result.tokens) == "68-12+7.\n\n56+7.\n\n63.\n\n</think>Answer: 63\n\n<eos>"
+    assert TOK.decode(result.tokens) == "+45=68.\n\n-12=56.\n\n+7=63.\n\n63.\n\n</think>Answer: 63\n\n<eos>"
     never = decoder.generate(trace.ids[: trace.prompt_len], OracleExit(TOK, 64))  # an answer never stated
     assert never.exit_at is None and never.tokens == trace.ids[trace.prompt_len :]

@@ -9,6 +9,7 @@ import torch
 
 from zoo.specexit.decoding import EWMA, ExitConfig, SignalExit, verify_greedy, verify_sampling
 from zoo.specexit.models import DraftConfig, EagleDraft, signal_values
+from zoo.specexit.positions import position_ids
 from zoo.specexit.tokenizer import TraceTokenizer
 from zoo.specexit.traces import (
     Problem,
@@ -24,10 +25,10 @@ TOK = TraceTokenizer()
 
 
 def test_tokenizer_round_trip_and_single_token_delimiter():
-    text = "Q:23+45-12=?<think>68-12.\n\n56.\n\nCheck: 56+12=68.\n\n</think>Answer: 56<eos>"
+    text = "Q:23+45-12=?<think>+45=68.\n\n-12=56.\n\n56.\n\nCheck:+12=68.\n\n</think>Answer: 56<eos>"
     ids = TOK.encode(text)
     assert TOK.decode(ids) == text
-    assert ids.count(TOK.delim_id) == 3  # each "\n\n" is one token
+    assert ids.count(TOK.delim_id) == 4  # each "\n\n" is one token
     assert ids.count(TOK.end_think_id) == 1
     assert len(TOK) == 25
     assert TraceTokenizer.from_json(TOK.to_json()).tokens == TOK.tokens
@@ -44,31 +45,36 @@ def test_trace_format_and_lstar():
     trace = build_trace(problem, TOK)
     text = TOK.decode(trace.ids)
     assert text == (
-        "Q:23+45-12+7=?<think>68-12+7.\n\n56+7.\n\n63.\n\n"
-        "Check: 63-7=56.\n\nCheck: 56+12=68.\n\nCheck: 68-45=23.\n\n</think>Answer: 63<eos>"
+        "Q:23+45-12+7=?<think>+45=68.\n\n-12=56.\n\n+7=63.\n\n63.\n\n"
+        "Check:-7=56.\n\nCheck:+12=68.\n\nCheck:-45=23.\n\n</think>Answer: 63<eos>"
     )
-    # L* is the delimiter closing the last computation line: the answer is written there.
+    # L* is the delimiter closing the bare answer line: the answer is written there.
     assert trace.ids[trace.lstar_pos] == TOK.delim_id
-    assert TOK.decode(trace.ids[: trace.lstar_pos + 1]).endswith("56+7.\n\n63.\n\n")
-    assert trace.delimiter_pos.index(trace.lstar_pos) == 2 and trace.checks == 3
+    assert TOK.decode(trace.ids[: trace.lstar_pos + 1]).endswith("+7=63.\n\n63.\n\n")
+    assert trace.delimiter_pos.index(trace.lstar_pos) == 3 and trace.checks == 3
     assert parse_answer(text) == 63
-    assert readout("68-12+7.\n\n56+7.\n\n63.\n\nCheck: 63-7=56.\n\n") == 63
-    assert readout("68-12+7.\n\n56+7.\n\n") is None and last_computed_value("68-12+7.\n\n56+7.\n\n") == 56
-    assert readout("68-12+7.\n\n56+7.\n\n63.") is None  # an unfinished line states nothing yet
+    assert readout("+45=68.\n\n-12=56.\n\n+7=63.\n\n63.\n\nCheck:-7=56.\n\n") == 63
+    assert readout("+45=68.\n\n-12=56.\n\n") is None and last_computed_value("+45=68.\n\n-12=56.\n\n") == 56
+    assert last_computed_value("+45=68.\n\n63.\n\n") == 63
+    assert readout("+45=68.\n\n-12=56.\n\n+7=63.\n\n63.") is None  # an unfinished line states nothing yet
+    # every line is short: no line grows with the problem's length
+    long = build_trace(Problem((9,) + (1,) * 9, ("+",) * 9), TOK)
+    lines = TOK.decode(long.ids[long.prompt_len : long.end_think_pos]).split("\n\n")
+    assert max(len(TOK.encode(line)) for line in lines) <= 7
 
 
 def test_exit_label_of_a_hand_written_trace_is_the_earliest_answer_determining_position():
     """Issue 34: the label is where the answer the full trace gives is fixed, not a surface marker."""
     text = (
-        "Q:8+4-7+9=?<think>12-7+9.\n\n5+9.\n\n13.\n\nWait, 14.\n\n"
-        "Check: 14-9=5.\n\nCheck: 5+7=12.\n\n</think>Answer: 14<eos>"
+        "Q:8+4-7+9=?<think>+4=12.\n\n-7=5.\n\n+9=14.\n\n13.\n\nWait,14.\n\n"
+        "Check:-9=5.\n\nCheck:+7=12.\n\n</think>Answer: 14<eos>"
     )
     ids = TOK.encode(text)
     label = exit_label(ids, TOK)
-    # "13." is a bare answer but a wrong one that is corrected later: not determined; "Wait, 14." is
-    assert TOK.decode(ids[: label + 1]).endswith("13.\n\nWait, 14.\n\n")
+    # "13." is a bare answer but a wrong one that is corrected later: not determined; "Wait,14." is
+    assert TOK.decode(ids[: label + 1]).endswith("13.\n\nWait,14.\n\n")
     delimiters = [i for i, t in enumerate(ids) if t == TOK.delim_id]
-    assert label == delimiters[3]
+    assert label == delimiters[4]
     # the same position in the completion alone (tokens after <think>)
     completion = ids[ids.index(TOK.think_id) + 1 :]
     assert exit_label(completion, TOK) == label - ids.index(TOK.think_id) - 1
@@ -76,8 +82,8 @@ def test_exit_label_of_a_hand_written_trace_is_the_earliest_answer_determining_p
     assert exit_label(TOK.encode(text.replace("Answer: 14", "Answer: 15")), TOK) is None
     assert exit_label(TOK.encode("Q:1+2=?<think>3.\n\n"), TOK) is None
     # the answer the full trace gives, even when it is wrong: a target that writes 15 keeps 15
-    wrong = TOK.encode("Q:8+7=?<think>15.\n\nCheck: 15-7=8.\n\n</think>Answer: 15<eos>")
-    assert TOK.decode(wrong[: exit_label(wrong, TOK) + 1]).endswith("<think>15.\n\n")
+    wrong = TOK.encode("Q:8+7=?<think>+7=15.\n\n15.\n\nCheck:-7=8.\n\n</think>Answer: 15<eos>")
+    assert TOK.decode(wrong[: exit_label(wrong, TOK) + 1]).endswith("<think>+7=15.\n\n15.\n\n")
     for problem in sample_problems(30, seed=5):  # generated traces: the label is L*
         trace = build_trace(problem, TOK, random.Random(2), p_wrong=0.3, p_all_checks=0.5)
         assert exit_label(trace.ids, TOK) == trace.lstar_pos
@@ -88,12 +94,12 @@ def test_injected_mistake_moves_lstar_after_the_correction():
     problem = Problem((23, 45, 12), ("+", "-"))
     trace = build_trace(problem, TOK, rng, p_wrong=0.999)
     text = TOK.decode(trace.ids)
-    assert text.count("Wait, ") == 2
-    assert TOK.decode(trace.ids[: trace.lstar_pos + 1]).endswith("Wait, 56.\n\n")
+    assert text.count("Wait,") == 2
+    assert TOK.decode(trace.ids[: trace.lstar_pos + 1]).endswith("Wait,-12=56.\n\n56.\n\n")
     assert parse_answer(text) == 56
     # the wrong digits are masked out of the LM loss; the correction is learned
     lines = text.split("<think>")[1].split("\n\n")
-    wrong = [lines[0].partition("-")[0], lines[2].rstrip(".")]
+    wrong = [lines[0].partition("=")[2].rstrip("."), lines[2].partition("=")[2].rstrip(".")]
     assert TOK.decode(trace.ids[i] for i in trace.noise_pos) == "".join(wrong)
 
 
@@ -231,3 +237,45 @@ def test_signal_head_is_exactly_the_extra_fc_rows():
     torch.testing.assert_close(
         values[1], torch.tensor([torch.sigmoid(torch.tensor(2.0)), torch.sigmoid(torch.tensor(-2.0)), torch.e])
     )
+
+
+def test_position_coupling_hand_example():
+    """Each step line carries the ids of the prompt entry it consumes (zoo/specexit/positions.py, STRIDE 10)."""
+    trace = build_trace(Problem((8, 4, 7, 9), ("+", "-", "+")), TOK, checks=1)
+    ids = position_ids(TOK, trace.ids)
+    tokens = [TOK.tokens[i] for i in trace.ids]
+    got = list(zip(tokens, ids, strict=True))
+    prompt = [("Q:", 10), ("8", 14), ("+", 20), ("4", 21), ("-", 30), ("7", 31), ("+", 40), ("9", 41)]
+    assert got[:11] == [*prompt, ("=", 50), ("?", 51), ("<think>", 17)]
+    think = got[11:]
+    assert think[:7] == [("+", 20), ("4", 21), ("=", 23), ("1", 24), ("2", 25), (".", 26), ("\n\n", 27)]
+    assert think[7:12] == [("-", 30), ("7", 31), ("=", 33), ("5", 34), (".", 36)]  # one-digit value: "." stays
+    assert think[20:24] == [("1", 54), ("4", 55), (".", 56), ("\n\n", 57)]  # the bare line: block n+1 ("=?")
+    assert think[24:27] == [("Check:", 39), ("-", 40), ("9", 41)]  # the check re-reads entry 4
+    assert think[-6:] == [("</think>", 61), ("Answer:", 62), (" ", 63), ("1", 64), ("4", 65), ("<eos>", 66)]
+
+
+def test_position_coupling_is_causal_and_length_invariant():
+    for problem in sample_problems(20, seed=7, min_operands=2, max_operands=10):
+        trace = build_trace(problem, TOK, random.Random(0), p_wrong=0.3, p_all_checks=0.5)
+        ids = position_ids(TOK, trace.ids)
+        for cut in (trace.prompt_len, trace.lstar_pos, len(trace.ids) - 3):
+            assert position_ids(TOK, trace.ids[:cut]) == ids[:cut]  # a token's id never depends on later tokens
+        # every operator of a step line or check sits on the id of its prompt entry, at any length
+        prompt_ops = {ids[i] for i in range(trace.prompt_len) if TOK.tokens[trace.ids[i]] in "+-"}
+        think_ops = {ids[i] for i in range(trace.prompt_len, trace.end_think_pos) if TOK.tokens[trace.ids[i]] in "+-"}
+        assert think_ops == prompt_ops
+    # the relation between a step line and the line before it does not depend on the length
+    short, long = (
+        build_trace(sample_problems(1, seed=s, min_operands=n, max_operands=n)[0], TOK) for s, n in ((1, 3), (2, 10))
+    )
+    for trace in (short, long):
+        ids = position_ids(TOK, trace.ids)
+        starts = [i + 1 for i in trace.delimiter_pos[:-1]]
+        steps = [
+            ids[i] for i in [trace.prompt_len, *starts] if TOK.tokens[trace.ids[i]] in "+-" and i < trace.lstar_pos
+        ]
+        assert all(b - a == 10 for a, b in zip(steps, steps[1:]))
+    # a token the grammar does not expect takes the previous id + 1 (decoding never fails)
+    odd = position_ids(TOK, TOK.encode("Q:1+2=?<think>??Answer:"))
+    assert odd[-3:] == [odd[-4] + 1, odd[-4] + 2, odd[-4] + 3]

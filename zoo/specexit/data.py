@@ -207,7 +207,8 @@ class ArithmeticTraceDataModule(pl.LightningDataModule):
         n_val: Validation traces.
         n_test: Test traces (the held-out problems ``zoo eval`` decodes).
         batch_size: Batch size.
-        p_wrong: Probability that a computation step is written wrong first and then corrected.
+        p_wrong: Probability that a step line is written wrong first and then corrected (0: none; see
+            :mod:`zoo.specexit.traces` for why the recipes keep it at 0 under position coupling).
         p_all_checks: Probability that a training/validation trace writes all its checks; otherwise it writes a
             uniform 0..all-1 of them, so that ``</think>`` after any check is in distribution for the target.
         min_operands: Fewest operands per problem.
@@ -225,7 +226,7 @@ class ArithmeticTraceDataModule(pl.LightningDataModule):
         n_val: int = 256,
         n_test: int = 200,
         batch_size: int = 64,
-        p_wrong: float = 0.1,
+        p_wrong: float = 0.0,
         p_all_checks: float = 0.5,
         min_operands: int = 2,
         max_operands: int = 6,

@@ -14,7 +14,9 @@ Speculative decoding (EAGLE chain, depth ``k``, batch 1). Per round:
    signals; the policy's predictors are updated **after** the check, so each decision uses the signals of
    earlier rounds, as in the paper.
 
-With the exit disabled and greedy acceptance the output equals target greedy decoding token for token.
+With the exit disabled and greedy acceptance the output equals target greedy decoding token for token. Every
+decoder gives each token its coupled position id (:mod:`zoo.specexit.positions`), computed from the token and the
+ones before it: drafted tokens get theirs before verification, and a rolled-back or cut token takes its id with it.
 
 Exit policies: :class:`NoExit`, :class:`SignalExit` (SpecExit: EWMA-smoothed draft signals and thresholds),
 :class:`ProbeExit` (the probing baseline: an extra target pass on ``</think>Answer:`` at each delimiter and a
@@ -33,6 +35,7 @@ import torch
 from torch import nn
 
 from zoo.specexit.models import EagleDraft, KVCache, chunk_mask, signal_values, target_forward
+from zoo.specexit.positions import State, coupler, extend
 from zoo.specexit.tokenizer import TraceTokenizer
 from zoo.specexit.traces import readout
 
@@ -57,7 +60,7 @@ class ExitConfig:
     alpha: float = 0.1
     confidence: float = 0.8
     progress: float = 0.3
-    remain: float = 14.0
+    remain: float = 13.0
     probe_threshold: float = 0.9
     read_delimiter: bool = True
 
@@ -345,7 +348,7 @@ def target_generate(
     target: nn.Module,
     prompt: list[int],
     taps: tuple[int, ...],
-    eos_id: int,
+    tokenizer: TraceTokenizer,
     max_new_tokens: int = 200,
     temperature: float = 0.0,
     generator: torch.Generator | None = None,
@@ -356,21 +359,33 @@ def target_generate(
         target: The target LM.
         prompt: Prompt token ids.
         taps: Tapped layers (unused outputs; kept so both decoders run the same forward).
-        eos_id: Stop token.
+        tokenizer: The trace tokenizer (the stop token ``<eos>`` and the coupled position ids).
         max_new_tokens: Budget of emitted tokens.
         temperature: 0 for greedy, else sampling temperature.
         generator: Randomness for sampling.
     """
     started = time.perf_counter()
     cache = KVCache(len(target.model.layers), len(prompt) + max_new_tokens + 1)
-    out = target_forward(target, torch.tensor([prompt]), taps, cache)
+    positions, states = extend(tokenizer, State(), prompt)
+    state = states[-1]
+    keys = torch.tensor(positions)
+    out = target_forward(target, torch.tensor([prompt]), taps, cache, positions=keys, key_positions=keys)
     forwards, tokens = 1, []
     while True:
         token = _choose(out.logits[0, -1], temperature, generator)
         tokens.append(token)
-        if token == eos_id or len(tokens) >= max_new_tokens:
+        if token == tokenizer.eos_id or len(tokens) >= max_new_tokens:
             break
-        out = target_forward(target, torch.tensor([[token]]), taps, cache)
+        position, state = coupler(tokenizer).step(state, token)
+        positions.append(position)
+        out = target_forward(
+            target,
+            torch.tensor([[token]]),
+            taps,
+            cache,
+            torch.tensor([position]),
+            key_positions=torch.tensor(positions),
+        )
         forwards += 1
     return GenerationResult(tokens, target_forwards=forwards, wall_time_s=time.perf_counter() - started)
 
@@ -415,9 +430,13 @@ class SpeculativeDecoder:
         cache = self._target_cache
         length = cache.get_seq_length()
         q = len(suffix)
-        positions = torch.arange(delimiter + 1, delimiter + 1 + q)
+        suffix_positions = extend(self.tokenizer, self._states[delimiter], suffix)[0]
+        visible = self._positions[: delimiter + 1]
+        keys = torch.tensor(visible + [0] * (length - len(visible)) + suffix_positions)  # the hidden keys: any id
         mask = chunk_mask(length, q, visible=delimiter + 1)
-        out = target_forward(self.target, torch.tensor([suffix]), self.taps, cache, positions=positions, mask=mask)
+        out = target_forward(
+            self.target, torch.tensor([suffix]), self.taps, cache, torch.tensor(suffix_positions), mask, keys
+        )
         cache.crop(length)
         self._result.target_forwards += 1
         return float(torch.sigmoid(probe(out.hidden[0, -1])).squeeze())
@@ -430,11 +449,27 @@ class SpeculativeDecoder:
         feature = self._round_features[:, position - self._round_start]
         return signal_values(self.draft.fuse(feature)[1][0].float())
 
+    def _append(self, tokens: list[int]) -> None:
+        """Emit ``tokens``: extend the sequence and its coupled position ids (:mod:`zoo.specexit.positions`)."""
+        positions, states = extend(self.tokenizer, self._states[-1], tokens)
+        self._sequence.extend(tokens)
+        self._positions.extend(positions)
+        self._states.extend(states)
+
+    def _truncate(self, length: int) -> None:
+        """Keep the first ``length`` emitted tokens (prompt included)."""
+        del self._sequence[length:], self._positions[length:], self._states[length:]
+
     def _draft_real(self, features: torch.Tensor, next_tokens: list[int], start: int, prompt_len: int):
-        """Draft pass over real target features at positions ``start..``; returns last hidden and signals."""
+        """Draft pass over real target features at ``start..``; returns last hidden and signals.
+
+        Draft position ``i`` reads the embedding of token ``i+1`` and carries that token's coupled position id.
+        """
         fused, signal_logits = self.draft.fuse(features)
-        positions = torch.arange(start, start + features.shape[1])
-        hidden = self.draft(fused, self.embed(torch.tensor([next_tokens])), positions, self._draft_cache)
+        keys = torch.tensor(self._positions[1 : start + 1 + features.shape[1]])
+        positions = keys[start:]
+        embeds = self.embed(torch.tensor([next_tokens]))
+        hidden = self.draft(fused, embeds, positions, self._draft_cache, key_positions=keys)
         self._result.draft_forwards += 1
         signals = None
         if self.draft.n_signals:
@@ -446,6 +481,8 @@ class SpeculativeDecoder:
     def _propose(self, hidden: torch.Tensor, start: int, generator):
         """Chain ``k`` draft tokens from the draft hidden state at position ``start - 1``."""
         tokens, probs = [], []
+        state, step = self._states[-1], coupler(self.tokenizer).step
+        keys = self._positions[1 : start + 1]  # ids of the draft cache's keys (draft position i: token i+1)
         for j in range(self.k):
             logits = self.draft.logits(hidden, self.lm_head)[0, -1]
             if self.temperature > 0:
@@ -456,8 +493,14 @@ class SpeculativeDecoder:
                 token = int(logits.argmax(-1))
             tokens.append(token)
             if j + 1 < self.k:  # the draft's own output stands in for the next target feature
+                position, state = step(state, token)
+                keys.append(position)
                 hidden = self.draft(
-                    hidden, self.embed(torch.tensor([[token]])), torch.tensor([start + j]), self._draft_cache
+                    hidden,
+                    self.embed(torch.tensor([[token]])),
+                    torch.tensor([position]),
+                    self._draft_cache,
+                    key_positions=torch.tensor(keys),
                 )
                 self._result.draft_forwards += 1
         return tokens, (torch.stack(probs) if probs else None)
@@ -480,15 +523,20 @@ class SpeculativeDecoder:
         self._target_cache = KVCache(len(self.target.model.layers), budget)
         self._draft_cache = KVCache(1, budget)
         self._result = result = GenerationResult([])
-        self._sequence = list(prompt)
+        self._sequence, self._positions, self._states = [], [], [State()]
+        self._append(list(prompt))
+        del self._states[0]  # one state per token: the parser state after it
         policy.reset(self, prompt)
         prompt_len = len(prompt)
         stop = {tok.eos_id, *policy.stop_tokens}
 
-        out = target_forward(self.target, torch.tensor([prompt]), self.taps, self._target_cache)
+        positions = torch.tensor(self._positions)
+        out = target_forward(
+            self.target, torch.tensor([prompt]), self.taps, self._target_cache, positions, key_positions=positions
+        )
         result.target_forwards += 1
         pending = _choose(out.logits[0, -1], self.temperature, generator)
-        self._sequence.append(pending)
+        self._append([pending])
         thinking = pending != tok.end_think_id
         hidden, signals = self._draft_real(out.features, self._sequence[1:], 0, prompt_len)
         if thinking:
@@ -498,7 +546,16 @@ class SpeculativeDecoder:
             committed = self._target_cache.get_seq_length()  # == position of `pending`
             drafted, draft_probs = self._propose(hidden, committed, generator)
             self._draft_cache.crop(committed)
-            out = target_forward(self.target, torch.tensor([[pending, *drafted]]), self.taps, self._target_cache)
+            drafted_positions, drafted_states = extend(tok, self._states[-1], drafted)
+            keys = torch.tensor([*self._positions[: committed + 1], *drafted_positions])
+            out = target_forward(
+                self.target,
+                torch.tensor([[pending, *drafted]]),
+                self.taps,
+                self._target_cache,
+                keys[committed:],
+                key_positions=keys,
+            )
             result.target_forwards += 1
             if self.temperature > 0:
                 target_probs = torch.softmax(out.logits[0] / self.temperature, -1)
@@ -508,6 +565,8 @@ class SpeculativeDecoder:
             result.accept_lengths.append(m)
             new_tokens = [pending, *drafted[:m]]
             self._sequence.extend(drafted[:m])
+            self._positions.extend(drafted_positions[:m])
+            self._states.extend(drafted_states[:m])
             if stop.intersection(drafted[:m]):
                 break
 
@@ -517,14 +576,14 @@ class SpeculativeDecoder:
             if thinking:
                 split = next((i for i, t in enumerate(new_tokens) if t == tok.delim_id), None)
                 if split is not None and policy.decide(self, new_tokens, committed + split):
-                    del self._sequence[committed + split + 1 :]
+                    self._truncate(committed + split + 1)
                     new_tokens = new_tokens[: split + 1]
                     token = tok.end_think_id
                     result.exit_at = committed + split - prompt_len
             self._target_cache.crop(committed + len(new_tokens))
             features = out.features[:, : len(new_tokens)]
             pending = token
-            self._sequence.append(pending)
+            self._append([pending])
             hidden, signals = self._draft_real(features, self._sequence[committed + 1 :], committed, prompt_len)
             if thinking:
                 policy.observe(signals)  # after the check: the next decision uses this round's signals

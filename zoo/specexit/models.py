@@ -170,6 +170,34 @@ def chunk_mask(past: int, q: int, device=None, visible: int | None = None) -> to
     return mask[None, None]
 
 
+def causal_mask(past: int, q: int, device=None) -> torch.Tensor:
+    """Boolean mask (1, 1, q, past+q): ``q`` new tokens see the ``past`` cached ones and, causally, each other."""
+    return torch.ones(q, past + q, dtype=torch.bool, device=device).tril(diagonal=past)[None, None]
+
+
+def coupled_mask(
+    mask: torch.Tensor | None, past: int, positions: torch.Tensor, key_positions: torch.Tensor
+) -> torch.Tensor:
+    """``mask`` (default: :func:`causal_mask`) and the coupled-position window of :mod:`zoo.specexit.positions`.
+
+    A query sees a key only when their position ids differ by at most ``WINDOW``, so no attention ever spans a
+    distance a longer problem would make new (RoPE sees only relative positions).
+
+    Args:
+        mask: The structural mask (causal, probe branch, unrolled step) or None.
+        past: Cached positions before the ``q`` new ones.
+        positions: (q,) or (B, q) position ids of the queries.
+        key_positions: (past+q,) or (B, past+q) position ids of the keys.
+    """
+    from zoo.specexit.positions import WINDOW
+
+    near = (key_positions.unsqueeze(-2) - positions.unsqueeze(-1)).abs() <= WINDOW
+    near = near[:, None] if near.dim() == 3 else near[None, None]
+    if mask is None:
+        mask = causal_mask(past, positions.shape[-1], positions.device)
+    return mask & near
+
+
 @dataclass
 class TargetOutput:
     """What one target pass returns.
@@ -192,6 +220,7 @@ def target_forward(
     cache: KVCache | None = None,
     positions: torch.Tensor | None = None,
     mask: torch.Tensor | None = None,
+    key_positions: torch.Tensor | None = None,
 ) -> TargetOutput:
     """Run the target's layers (with or without a cache), tapping layer outputs for the draft.
 
@@ -200,18 +229,23 @@ def target_forward(
         input_ids: (batch, q) token ids.
         taps: 1-based layers whose outputs are concatenated into ``features``.
         cache: KV cache to read and extend (None: no cache, causal attention over ``input_ids``).
-        positions: (q,) position ids (default: following the cache).
+        positions: (q,) or (batch, q) position ids (default: following the cache; the decoders and training pass
+            the coupled ids of :mod:`zoo.specexit.positions`).
         mask: Boolean attention mask (default: :func:`chunk_mask`).
+        key_positions: Position ids of all keys (cached and new); given, attention is also limited to the
+            coupled-position window (:func:`coupled_mask`), as every decoder and the training batches do.
     """
     model = target.model
     past = cache.get_seq_length() if cache is not None else 0
     q = input_ids.shape[1]
     if positions is None:
         positions = torch.arange(past, past + q, device=input_ids.device)
-    if mask is None and cache is not None:
+    if key_positions is not None:
+        mask = coupled_mask(mask, past, positions, key_positions)
+    elif mask is None and cache is not None:
         mask = chunk_mask(past, q, input_ids.device)
     hidden = model.embed_tokens(input_ids)
-    rope = model.rotary_emb(hidden, positions[None])
+    rope = model.rotary_emb(hidden, positions if positions.dim() == 2 else positions[None])
     tapped = []
     for index, layer in enumerate(model.layers, start=1):
         hidden = layer(hidden, attention_mask=mask, position_embeddings=rope, cache=cache)
@@ -258,20 +292,25 @@ class EagleDraft(nn.Module):
         positions: torch.Tensor,
         cache: KVCache | None = None,
         mask: torch.Tensor | None = None,
+        key_positions: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """One draft step over ``q`` positions; returns the pre-norm draft hidden states (batch, q, H).
 
         Args:
             fused: Fused target features, or the draft's own previous outputs when chaining (batch, q, H).
             next_embeds: Embeddings of the tokens that follow each position (batch, q, H).
-            positions: (q,) position ids.
+            positions: (q,) or (batch, q) position ids.
             cache: The draft's KV cache.
             mask: Boolean attention mask (default: causal after the cache).
+            key_positions: Position ids of all keys; given, attention is limited to the coupled-position window.
         """
-        if mask is None and cache is not None:
-            mask = chunk_mask(cache.get_seq_length(), fused.shape[1], fused.device)
+        past = cache.get_seq_length() if cache is not None else 0
+        if key_positions is not None:
+            mask = coupled_mask(mask, past, positions, key_positions)
+        elif mask is None and cache is not None:
+            mask = chunk_mask(past, fused.shape[1], fused.device)
         x = self.in_proj(torch.cat((self.norm_embed(next_embeds), self.norm_feature(fused)), dim=-1))
-        rope = self.rotary(x, positions[None])
+        rope = self.rotary(x, positions if positions.dim() == 2 else positions[None])
         return self.layer(x, attention_mask=mask, position_embeddings=rope, cache=cache)
 
     def logits(self, hidden: torch.Tensor, lm_head: nn.Module) -> torch.Tensor:

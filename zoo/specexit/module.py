@@ -18,10 +18,18 @@ Deviations from the paper and choices where the spec reconstructs (R) (issue 34 
   draft on generated arithmetic traces (20-180 tokens) instead of Qwen3 LRMs on GSM8K/GPQA (1-4 k tokens). The
   target is a base trained once by its own recipe and published inside ``specexit.arith``; the draft recipe and
   the evaluation's draft seeds train on it frozen.
-* Traces (R), see :mod:`zoo.specexit.traces`: scratchpad computation lines (each rewrites the remaining
-  expression, a rule that does not depend on the problem's length), then 0-4 redundant backward ``Check:`` lines.
-  Training traces write a random number of checks (all of them half of the time, else uniform), so an exit after
-  any check is in distribution; greedy decoding writes all of them (the overthinking).
+* Traces (R), see :mod:`zoo.specexit.traces`: step lines that each consume one operand (``+4=12.``), a bare answer
+  line, then 0-4 redundant backward ``Check:`` lines. Training traces write a random number of checks (all of them
+  half of the time, else uniform), so an exit after any check is in distribution; greedy decoding writes all of
+  them (the overthinking). No injected corrections in the recipes (``p_wrong`` 0, see the traces module).
+* Position ids (issue 34): **position coupling** (Cho et al. 2024, :mod:`zoo.specexit.positions`): a step line
+  carries the position ids of the prompt entry it consumes, so reading the next operand is attention to an equal
+  id at every problem length. One causal helper assigns the ids in training batches, in target greedy decoding
+  (KV cache), in the speculative verification pass, the probe pass and the draft (draft position ``i`` carries the
+  id of the token it reads, ``i+1``); speculative decoding stays lossless because the target sees the same ids in
+  every decoder. Attention is also limited to keys within ``WINDOW`` (40) ids of the query
+  (:func:`zoo.specexit.models.coupled_mask`): a first pilot without it solved 80% of 7-operand validation problems
+  but 0-13% of 8-10, its first lines thrown off by prompt entries further ahead than any training prompt reached.
 * Length: training problems have 2-6 operands with a curriculum (2 operands first, every count after
   ``curriculum_steps`` batches); the evaluation adds longer problems (7-10 operands). Operands 1-9 (spec 1-99),
   running values kept in 0..49, so long problems need no arithmetic the short ones do not.
@@ -81,6 +89,7 @@ from zoo.specexit.models import (
     build_target,
     target_forward,
 )
+from zoo.specexit.positions import batch_position_ids
 from zoo.specexit.tokenizer import TraceTokenizer
 from zoo.specexit.traces import Problem, parse_answer
 
@@ -192,7 +201,7 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
         else:
             self.draft.requires_grad_(False)
             self.probe.requires_grad_(False)
-        self.example_input_array = torch.tensor([self.tokenizer.encode("Q:12+34-5=?<think>12+34=46.\n\n")])
+        self.example_input_array = torch.tensor([self.tokenizer.encode("Q:12+34-5=?<think>+34=46.\n\n")])
 
     # ------------------------------------------------------------------------------------------ model
 
@@ -210,11 +219,12 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
             ``logits`` (B, T, V) of the target; ``draft_logits`` (B, T-1, V), where position i predicts token
             i+2; ``signal_logits`` (B, T, n_signals).
         """
-        out = target_forward(self.target, input_ids, self.taps)
+        positions = batch_position_ids(self.tokenizer, input_ids)
+        out = target_forward(self.target, input_ids, self.taps, positions=positions, key_positions=positions)
         fused, signal_logits = self.draft.fuse(out.features)
         embeds = self.target.model.embed_tokens(input_ids)
-        steps = input_ids.shape[1] - 1
-        hidden = self.draft(fused[:, :-1], embeds[:, 1:], torch.arange(steps, device=input_ids.device))
+        draft_positions = positions[:, 1:]
+        hidden = self.draft(fused[:, :-1], embeds[:, 1:], draft_positions, key_positions=draft_positions)
         return {
             "logits": out.logits,
             "draft_logits": self.draft.logits(hidden, self.target.lm_head),
@@ -285,7 +295,8 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
 
     def _target_step(self, batch: dict) -> dict[str, torch.Tensor]:
         ids, mask = batch["input_ids"], batch["loss_mask"]
-        logits = target_forward(self.target, ids, self.taps).logits
+        positions = batch_position_ids(self.tokenizer, ids)
+        logits = target_forward(self.target, ids, self.taps, positions=positions, key_positions=positions).logits
         return {
             "loss": masked_cross_entropy(logits[:, :-1], ids[:, 1:], mask[:, 1:]),
             "acc": masked_accuracy(logits[:, :-1], ids[:, 1:], mask[:, 1:]),
@@ -294,20 +305,24 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
     def _draft_step(self, batch: dict) -> dict[str, torch.Tensor]:
         ids, mask = batch["input_ids"], batch["loss_mask"]
         w = self.loss_weights
+        positions = batch_position_ids(self.tokenizer, ids)
         with torch.no_grad():
-            out = target_forward(self.target, ids, self.taps)
+            out = target_forward(self.target, ids, self.taps, positions=positions, key_positions=positions)
             embeds = self.target.model.embed_tokens(ids)
         fused, signal_logits = self.draft.fuse(out.features)
         steps = ids.shape[1] - 1
-        positions = torch.arange(steps, device=ids.device)
         cache = ConcatCache()
-        # Step 1: teacher-forced on target features; position i predicts token i+2.
-        hidden = self.draft(fused[:, :-1], embeds[:, 1:], positions, cache=cache)
+        # Step 1: teacher-forced on target features; draft position i reads token i+1 (and carries its coupled
+        # position id) and predicts token i+2.
+        first = positions[:, 1:]
+        hidden = self.draft(fused[:, :-1], embeds[:, 1:], first, cache=cache, key_positions=first)
         logits1 = self.draft.logits(hidden, self.target.lm_head)
         ce1 = masked_cross_entropy(logits1[:, :-1], ids[:, 2:], mask[:, 2:])
         # Step 2: the draft's own output at position a stands in for the target feature at a+1.
         mask2 = unrolled_mask(steps - 1, ids.device)
-        hidden2 = self.draft(hidden[:, :-1], embeds[:, 2:], positions[1:], cache=cache, mask=mask2)
+        second = positions[:, 2:]
+        keys = torch.cat((first, second), dim=1)
+        hidden2 = self.draft(hidden[:, :-1], embeds[:, 2:], second, cache=cache, mask=mask2, key_positions=keys)
         logits2 = self.draft.logits(hidden2, self.target.lm_head)
         ce2 = masked_cross_entropy(logits2[:, :-1], ids[:, 3:], mask[:, 3:])
         # Signals from the extra fc rows, on the thinking positions.
@@ -324,7 +339,10 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
         probe_last, probe_label = batch["probe_last"][:rows], batch["probe_label"][:rows]
         with torch.no_grad():
             probe_ids = batch["probe_ids"][:rows, : int(probe_last.max()) + 1]
-            probe_hidden = target_forward(self.target, probe_ids, self.taps).hidden
+            probe_positions = batch_position_ids(self.tokenizer, probe_ids)
+            probe_hidden = target_forward(
+                self.target, probe_ids, self.taps, positions=probe_positions, key_positions=probe_positions
+            ).hidden
             probe_hidden = probe_hidden[torch.arange(rows, device=ids.device), probe_last]
         probe_logit = self.probe(probe_hidden).squeeze(-1)
         probe = F.binary_cross_entropy_with_logits(probe_logit, probe_label)
@@ -443,7 +461,7 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
         ids = self.encode_prompt(prompt)
         if mode == "target":
             result = target_generate(
-                self.target, ids, self.taps, self.tokenizer.eos_id, self.hparams.max_new_tokens, temperature, generator
+                self.target, ids, self.taps, self.tokenizer, self.hparams.max_new_tokens, temperature, generator
             )
         else:
             policy = self.policy(mode, answer)

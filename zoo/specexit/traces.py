@@ -5,26 +5,31 @@ A problem is a chain of operands in 1..9 joined by ``+``/``-``; every running va
 arithmetic facts a long problem needs are the ones a short problem needs. Its trace, in the format of a
 reasoning model with a thinking block, is::
 
-    Q:8+4-7+9=?<think>12-7+9.\\n\\n5+9.\\n\\n14.\\n\\nCheck: 14-9=5.\\n\\nCheck: 5+7=12.\\n\\n</think>Answer: 14<eos>
+    Q:8+4-7+9=?<think>+4=12.\n\n-7=5.\n\n+9=14.\n\n14.\n\n
+    Check:-9=5.\n\nCheck:+7=12.\n\nCheck:-4=8.\n\n</think>Answer: 14<eos>        (one string)
 
-* **computation lines** (a scratchpad): each line rewrites the remaining expression with its first operation done,
-  so every line depends only on the line before it (a local rule that does not depend on the problem's length,
-  which is what lets the target generalise to more operands than it was trained on); the last computation line
-  is the bare answer;
-* with probability ``p_wrong`` a computation line is first written with a wrong first value (+-1 or +-10) and then
-  corrected (``Wait, 12-7+9.``), so that the position of the answer varies beyond the operand count (the wrong
-  digits are context, never targets: greedy decoding never writes them);
+* **computation lines** (a scratchpad): each **step line** consumes one operand (``+4=12.``: the operator and
+  operand of the next prompt entry, then the new running value; the first running value is the prompt's first
+  operand), so no line grows with the problem's length, and under position coupling
+  (:mod:`zoo.specexit.positions`) a step line carries the position ids of the prompt entry it consumes: reading
+  the next operand is the same relation at every length (issue 34: the earlier format rewrote the remaining
+  expression, and its first line copied at most the ~5 operands of the longest training line). After the last
+  step comes the **bare answer line** (``14.``), the thinking's readout;
+* with probability ``p_wrong`` a step line is first written with a wrong value (+-1 or +-10) and then corrected
+  (``Wait,-7=5.``; the wrong digits are context, never targets: greedy decoding never writes them). The recipes
+  set ``p_wrong`` to 0: a correction shares its block of position ids with the wrong line, which makes the next
+  line's lookup of the running value ambiguous; ``L*`` still varies with the operand and check counts;
 * then ``c`` redundant **checks**, the overthinking: each undoes one step, from the last backwards
-  (``Check: 14-9=5.`` reads the last operator and operand, right before ``=?``); at most ``max_checks`` (4) and at
-  most one per step. Training traces draw ``c`` at random in ``0..c_max`` (``c_max`` with probability
-  ``p_all_checks``, the others uniformly), so ``</think>`` after **any** number of checks is in distribution for
-  the target (issue 34: with one check per step in forward order, an exit one check late read a wrong number);
-  greedy decoding still writes all ``c_max`` checks (the more likely branch at every check).
+  (``Check:-9=5.`` undoes the last operator and operand: 14-9 is the running value before it); at most
+  ``max_checks`` (4) and at most one per step. Training traces draw ``c`` at random in ``0..c_max``
+  (``c_max`` with probability ``p_all_checks``, the others uniformly), so ``</think>`` after **any** number of
+  checks is in distribution for the target (issue 34: with one check per step in forward order, an exit one check
+  late read a wrong number); greedy decoding still writes all ``c_max`` checks (the more likely branch at every check).
 
 **Exit label** (:func:`exit_label`, the paper's definition): the earliest step delimiter after which the final
 answer is already determined, i.e. from which on the answer the thinking block states (:func:`readout`: the
 bare-number computation line, after corrections) is the answer the full trace gives. For a generated trace that
-is the delimiter closing the last (corrected) computation line, ``L*``; a surface marker such as the first
+is the delimiter closing the bare answer line, ``L*``; a surface marker such as the first
 ``Check:`` plays no role (a wrong bare line that is corrected later is not determined).
 
 Signal labels per token position ``t`` (counted from ``<think>``, ``L = L* - think``): ``progress = min(1, t/L)``;
@@ -59,7 +64,10 @@ class Problem:
 
     @property
     def expression(self) -> str:
-        return self.remaining(0)
+        parts = [str(self.operands[0])]
+        for op, operand in zip(self.ops, self.operands[1:], strict=True):
+            parts += [op, str(operand)]
+        return "".join(parts)
 
     @property
     def prompt(self) -> str:
@@ -73,19 +81,6 @@ class Problem:
             current = current + value if op == "+" else current - value
             values.append(current)
         return values
-
-    def remaining(self, steps: int, first: int | None = None) -> str:
-        """The expression after ``steps`` steps: the running value then the operations not yet done.
-
-        Args:
-            steps: Steps done (0: the problem itself).
-            first: Write this value in place of the running value (an injected mistake).
-        """
-        value = self.operands[0] if steps == 0 else self.running_values()[steps - 1]
-        parts = [str(value if first is None else first)]
-        for op, operand in zip(self.ops[steps:], self.operands[steps + 1 :], strict=True):
-            parts += [op, str(operand)]
-        return "".join(parts)
 
     @property
     def answer(self) -> int:
@@ -239,24 +234,25 @@ def build_trace(
         delimiters.append(len(ids) - 1)
 
     values = problem.running_values()
-    for step, result in enumerate(values, start=1):
+    for op, operand, result in zip(problem.ops, problem.operands[1:], values, strict=True):
         if rng is not None and p_wrong > 0 and rng.random() < p_wrong:
             wrong = result + rng.choice((-10, -1, 1, 10))
             if wrong < 0 or wrong == result:
                 wrong = result + 1
-            start = len(ids)
-            add_line(f"{problem.remaining(step, first=wrong)}.")
+            start = len(ids) + 2 + len(str(operand))  # after the operator, the operand and "="
+            add_line(f"{op}{operand}={wrong}.")
             noise.extend(range(start, start + len(str(wrong))))
-            add_line(f"Wait, {problem.remaining(step)}.")
+            add_line(f"Wait,{op}{operand}={result}.")
         else:
-            add_line(f"{problem.remaining(step)}.")
+            add_line(f"{op}{operand}={result}.")
+    add_line(f"{problem.answer}.")
     lstar_pos = delimiters[-1]
     previous = [problem.operands[0], *values]
     for j in range(count):
         step = len(values) - j  # undo steps from the last backwards
         op, operand = problem.ops[step - 1], problem.operands[step]
         inverse = "-" if op == "+" else "+"
-        add_line(f"Check: {previous[step]}{inverse}{operand}={previous[step - 1]}.")
+        add_line(f"Check:{inverse}{operand}={previous[step - 1]}.")
     end_think_pos = len(ids)
     ids.extend(tokenizer.encode(f"{END_THINK}Answer: {problem.answer}{EOS}"))
     return Trace(problem, ids, prompt_len, think_pos, end_think_pos, lstar_pos, delimiters, noise, count)
@@ -296,9 +292,9 @@ def _leading_int(text: str) -> int | None:
 
 
 def last_computed_value(thinking: str) -> int | None:
-    """The running value of the last complete computation line (its leading number), or None."""
+    """The running value of the last complete computation line (after its ``=``, or a bare number), or None."""
     lines = _computation_lines(thinking)
-    return _leading_int(lines[-1]) if lines else None
+    return _leading_int(lines[-1].rpartition("=")[2]) if lines else None
 
 
 def readout(thinking: str) -> int | None:

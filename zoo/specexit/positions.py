@@ -1,0 +1,173 @@
+"""Position coupling (Cho et al. 2024, "Position Coupling: Leveraging Task Structure for Improved Length
+Generalization of Transformers"): the position ids of every trace token, shared by training and all decoders.
+
+Every prompt entry ``j`` (1-based) owns a block of :data:`STRIDE` position ids starting at ``B_j = STRIDE * j``, and
+every thinking line that consumes entry ``j`` gets the **same** ids as the entry, slot by slot::
+
+    slot        -1       0    1..2     3    4..5     6    7
+    prompt      (Q: at slot 0 of block 1)  op  digits       (entry 1's digits sit in slot 4..5 of block 1)
+    step line            op   digits   =    value    .    \\n\\n      "+4=12.\\n\\n"    consumes entry j
+    bare line                                value    .    \\n\\n      "14.\\n\\n"       block n+1 (prompt "=?")
+    check line  Check:   op   digits   =    value    .    \\n\\n      "Check:-9=5.\\n\\n" re-reads entry j
+    Wait, line  Wait,    op   digits   =    value    .    \\n\\n      corrects the line of the same block
+
+So "read the next operand" is attention to an equal position id, and "read the previous running value" is
+attention ``STRIDE`` ids back: both relations are the same at every problem length, which is what lets a target
+trained on 2-6 operands run 7-10 (RoPE sees only relative positions). The prompt's ``=?`` sits at block ``n+1``,
+so the line after the last step finds ``=`` where an operator would be and writes the bare answer line;
+``<think>`` takes slot 7 of block 1 (it ends "line 1", entry 1 is the first running value); checks walk the blocks
+backwards from ``n``; ``</think>`` and the answer take block ``n+2``, with the answer's digits in slot 4..5 (the
+bare line's value is ``STRIDE`` ids back). Ids are assigned causally (a token's id depends on it and the tokens
+before it only), so KV-cached decoding, speculative verification and the draft compute them token by token with
+:func:`step`; a token the grammar does not expect takes the previous id + 1.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from zoo.specexit.tokenizer import TraceTokenizer
+
+STRIDE = 10
+#: Attention window in position ids (:func:`zoo.specexit.models.coupled_mask`): a query sees only keys whose ids are
+#: within this distance, so a longer problem adds no distance that training lacked (the last of 4 checks still sees
+#: the bare answer line 4 blocks away). Without it, a target trained on <= 6 operands broke down from 8 on: the
+#: first lines attended to prompt entries further ahead than any training prompt reached.
+WINDOW = 40
+
+# Fields of a line (where the next digit goes).
+_START, _PREFIXED, _OPERAND, _VALUE, _DONE = range(5)
+# Phases.
+_PROMPT, _THINK, _ANSWER = range(3)
+# Line kinds.
+_STEP, _WAIT, _BARE, _CHECK = range(4)
+
+
+class State(NamedTuple):
+    """Parser state after a token (immutable, so a decoder can keep one per emitted token and roll back)."""
+
+    phase: int = _PROMPT
+    entries: int = 0  # prompt entries seen (n once the prompt is complete)
+    block: int = 0  # block of the current line / entry
+    field: int = _START
+    digits: int = 0  # digits written in the current field
+    kind: int = _STEP
+    next_step: int = 2  # block of the next step line
+    next_check: int = 0  # block of the next check line
+    last: int = -1  # id of the previous token
+
+
+class Coupler:
+    """Token-id lookups for :func:`step` (built once per tokenizer).
+
+    Args:
+        tokenizer: The trace tokenizer.
+    """
+
+    def __init__(self, tokenizer: TraceTokenizer) -> None:
+        ids = tokenizer.ids
+        self.digits = {ids[str(d)] for d in range(10)}
+        self.ops = {ids["+"], ids["-"]}
+        self.q, self.equals, self.question = ids["Q:"], ids["="], ids["?"]
+        self.dot, self.delim = ids["."], tokenizer.delim_id
+        self.think, self.end_think = tokenizer.think_id, tokenizer.end_think_id
+        self.check, self.wait = ids["Check:"], ids["Wait,"]
+
+    def step(self, state: State, token: int) -> tuple[int, State]:
+        """The position id of ``token`` after ``state``, and the state after it."""
+        s = state
+        if s.phase == _PROMPT:
+            position, s = self._prompt(s, token)
+        elif s.phase == _THINK:
+            position, s = self._think(s, token)
+        else:
+            position = s.last + 1
+        return position, s._replace(last=position)
+
+    def _prompt(self, s: State, token: int) -> tuple[int, State]:
+        if token == self.q:
+            return STRIDE, s._replace(entries=1, block=1, field=_VALUE, digits=0)
+        if token in self.digits and s.field in (_VALUE, _OPERAND):
+            slot = (4 if s.field == _VALUE else 1) + s.digits
+            return STRIDE * s.block + slot, s._replace(digits=s.digits + 1)
+        if token in self.ops:
+            block = s.block + 1
+            return STRIDE * block, s._replace(entries=block, block=block, field=_OPERAND, digits=0)
+        if token == self.equals:
+            return STRIDE * (s.entries + 1), s._replace(field=_DONE)
+        if token == self.question:
+            return STRIDE * (s.entries + 1) + 1, s
+        if token == self.think:
+            s = s._replace(phase=_THINK, block=1, field=_START, next_step=2, next_check=s.entries)
+            return STRIDE * 2 - 3, s
+        return s.last + 1, s
+
+    def _think(self, s: State, token: int) -> tuple[int, State]:
+        if token == self.end_think:
+            return STRIDE * (s.entries + 2) + 1, s._replace(phase=_ANSWER)
+        if s.field == _START:
+            if token == self.check:
+                block = s.next_check
+                return STRIDE * block - 1, s._replace(kind=_CHECK, block=block, field=_PREFIXED)
+            if token == self.wait:
+                block = s.next_step - 1
+                return STRIDE * block - 1, s._replace(kind=_WAIT, block=block, field=_PREFIXED)
+            if token in self.ops:
+                block = s.next_step
+                return STRIDE * block, s._replace(kind=_STEP, block=block, field=_OPERAND, digits=0)
+            if token in self.digits:
+                block = s.next_step
+                return STRIDE * block + 4, s._replace(kind=_BARE, block=block, field=_VALUE, digits=1)
+            return s.last + 1, s
+        base = STRIDE * s.block
+        if s.field == _PREFIXED and token in self.ops:
+            return base, s._replace(field=_OPERAND, digits=0)
+        if token in self.digits and s.field in (_OPERAND, _VALUE):
+            slot = (1 if s.field == _OPERAND else 4) + s.digits
+            return base + slot, s._replace(digits=s.digits + 1)
+        if token == self.equals:
+            return base + 3, s._replace(field=_VALUE, digits=0)
+        if token == self.dot:
+            return base + 6, s._replace(field=_DONE)
+        if token == self.delim:
+            if s.kind in (_STEP, _BARE):
+                s = s._replace(next_step=s.next_step + 1)
+            elif s.kind == _CHECK:
+                s = s._replace(next_check=s.next_check - 1)
+            return base + 7, s._replace(field=_START, digits=0)
+        return s.last + 1, s
+
+
+_COUPLERS: dict[tuple[str, ...], Coupler] = {}
+
+
+def coupler(tokenizer: TraceTokenizer) -> Coupler:
+    """The (cached) :class:`Coupler` of a tokenizer."""
+    key = tokenizer.tokens
+    if key not in _COUPLERS:
+        _COUPLERS[key] = Coupler(tokenizer)
+    return _COUPLERS[key]
+
+
+def extend(tokenizer: TraceTokenizer, state: State, tokens) -> tuple[list[int], list[State]]:
+    """Position ids of ``tokens`` following ``state``, and the state after each of them."""
+    c = coupler(tokenizer)
+    positions, states = [], []
+    for token in tokens:
+        position, state = c.step(state, int(token))
+        positions.append(position)
+        states.append(state)
+    return positions, states
+
+
+def position_ids(tokenizer: TraceTokenizer, tokens) -> list[int]:
+    """Position ids of a whole sequence (prompt first)."""
+    return extend(tokenizer, State(), tokens)[0]
+
+
+def batch_position_ids(tokenizer: TraceTokenizer, input_ids: torch.Tensor) -> torch.Tensor:
+    """(B, T) position ids of a right-padded batch (padding continues +1 and is never a target)."""
+    rows = [position_ids(tokenizer, row) for row in input_ids.tolist()]
+    return torch.tensor(rows, dtype=torch.long, device=input_ids.device)
