@@ -55,8 +55,9 @@ def test_text_without_tokens_raises():
         module.score_texts("one string")
 
 
-def test_counts_and_float16_weights_round_trip(tmp_path):
-    module = _small()
+@pytest.mark.parametrize("tied", [False, True])
+def test_counts_and_stored_weights_round_trip(tmp_path, tied):
+    module = _small(tied=tied)
     rng = np.random.default_rng(0)
     module.fit_transitions(rng.normal(size=(200, 3, 8)).astype(np.float32))
     assert module.counts.sum() == 200 * 2 * 3 * 3  # tokens x transitions x K x K
@@ -65,6 +66,8 @@ def test_counts_and_float16_weights_round_trip(tmp_path):
     reloaded = load_folder(tmp_path)
     np.testing.assert_array_equal(reloaded.counts, module.counts)
     assert torch.equal(reloaded.saes.dictionary, module.saes.dictionary)
+    if not tied:  # untied: encoder and decoder stored as int8 rows + scales; tied: the dictionary as float16
+        assert torch.equal(reloaded.saes.decoder, module.saes.decoder)
     after = reloaded(module.example_input_array)
     assert torch.equal(before["nll"], after["nll"]) and torch.equal(before["reconstruction"], after["reconstruction"])
     # counts are additive: absorbing the same data again doubles them

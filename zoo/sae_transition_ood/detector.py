@@ -23,12 +23,13 @@ def sample_tokens(tokens: np.ndarray, train_tokens: int, seed: int) -> torch.Ten
 
 
 def train_stack(
-    tokens: np.ndarray, features: int = 1024, k_sae: int = 32, train_tokens: int = 40_000, seed: int = 0, **train_args
-) -> tuple[SAEStack, dict]:
+    tokens: np.ndarray, features: int = 1024, k_sae: int = 32, train_tokens: int = 40_000, seed: int = 0,
+    tied: bool = True, **train_args,
+) -> tuple[SAEStack, dict]:  # fmt: skip
     """Train the per-layer SAEs on a subsample of ID train token states ``(N, layers, d)``."""
     torch.manual_seed(seed)
     sample = sample_tokens(tokens, train_tokens, seed)
-    stack = SAEStack(sample.shape[1], sample.shape[2], features, k_sae)
+    stack = SAEStack(sample.shape[1], sample.shape[2], features, k_sae, tied)
     quality = train_saes(stack, sample, seed=seed, **train_args)
     return stack.eval(), quality
 
@@ -49,7 +50,10 @@ def cached_stack(tokens: np.ndarray, key: str, cache_dir, **train_args) -> tuple
     path = Path(cache_dir) / f"sae-{hashlib.sha256(spec.encode()).hexdigest()[:16]}.safetensors"
     if path.is_file():
         state = load_file(str(path))
-        stack = SAEStack(tokens.shape[1], tokens.shape[2], train_args.get("features", 1024), train_args["k_sae"])
+        stack = SAEStack(
+            tokens.shape[1], tokens.shape[2], train_args.get("features", 1024), train_args["k_sae"],
+            train_args.get("tied", True),
+        )  # fmt: skip
         stack.load_state_dict(state)
         quality = json.loads(path.with_suffix(".json").read_text())
         return stack.eval(), quality

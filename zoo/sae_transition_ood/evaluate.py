@@ -68,11 +68,14 @@ def recipe_train_args() -> dict:
         "features": model.get("features", 1024),
         "train_tokens": data.get("train_tokens", 40_000),
         "epochs": recipe["trainer"]["max_epochs"],
-        "batch_size": data.get("batch_size", 512),
-        "lr": model.get("lr", 1e-3),
+        "batch_size": data.get("batch_size", 128),
+        "lr": model.get("lr", 3e-3),
         "aux_k": model.get("aux_k", 256),
         "aux_coef": model.get("aux_coef", 1 / 32),
         "dead_after": model.get("dead_after", 10_000),
+        "tied": model.get("tied", False),
+        "init": model.get("init", "data"),
+        "schedule": model.get("lr_schedule", "decay"),
     }
 
 

@@ -1,12 +1,17 @@
 """Per-layer TopK sparse autoencoders in plain torch, with input normalisation and the aux-k dead-feature loss.
 
 One SAE per hidden state l, held together (a leading layer dimension, so the 7 SAEs train in one batched
-pass): ``a_l = TopK_k(ReLU(W_l (x_l - b_dec_l) + b_enc_l))``, ``x_hat_l = W_l^T a_l + b_dec_l`` with unit-norm
-dictionary rows ``W_l (F, d)``: the decoder is the encoder's transpose (tied weights; deviation 3 in
-:mod:`.module`). Inputs are normalised per layer, ``x_l = (h_l - mean_l) / scale_l`` with ``scale_l`` such that
+pass): ``a_l = TopK_k(ReLU(E_l (x_l - b_dec_l) + b_enc_l))``, ``x_hat_l = D_l^T a_l + b_dec_l`` with an encoder
+``E_l (F, d)`` and unit-norm decoder rows ``D_l (F, d)``; ``tied=True`` shares them (``D_l = E_l``, deviation 3
+in :mod:`.module`). Inputs are normalised per layer, ``x_l = (h_l - mean_l) / scale_l`` with ``scale_l`` such that
 ``E||x_l||^2 = d`` on the fitting tokens. The loss is the MSE plus ``aux_coef`` times the aux-k loss of
 Gao et al. (2024): the residual ``x - x_hat`` is reconstructed from the top ``aux_k`` pre-activations of the
 features that have not fired for ``dead_after`` tokens, divided by the residual's own mean square.
+
+Training (:func:`train_saes`): the dictionary starts from ``features`` random centred training tokens
+(``init="data"``, unit norm; or Gaussian directions, ``init="random"``), ``b_dec`` at the token mean, Adam with
+the learning rate warmed up over the first 5% of the steps and decayed linearly to 0 over the last 40%
+(``schedule="decay"``; or constant).
 """
 
 from __future__ import annotations
@@ -24,14 +29,16 @@ class SAEStack(nn.Module):
         width: Hidden width d.
         features: Dictionary size F per layer.
         k: Active features per token (``k_sae``).
+        tied: The decoder is the encoder (``dictionary``); otherwise a separate ``decoder`` parameter.
     """
 
-    def __init__(self, num_layers: int, width: int, features: int = 1024, k: int = 32) -> None:
+    def __init__(self, num_layers: int, width: int, features: int = 1024, k: int = 32, tied: bool = True) -> None:
         super().__init__()
         if not 1 <= k <= features:
             raise ValueError(f"k_sae must be in [1, features={features}], got {k}")
         self.num_layers, self.width, self.features, self.k = num_layers, width, features, k
         self.dictionary = nn.Parameter(torch.randn(num_layers, features, width))
+        self.decoder = None if tied else nn.Parameter(self.dictionary.detach().clone())
         self.b_enc = nn.Parameter(torch.zeros(num_layers, features))
         self.b_dec = nn.Parameter(torch.zeros(num_layers, width))
         self.register_buffer("norm_mean", torch.zeros(num_layers, width))
@@ -54,9 +61,41 @@ class SAEStack(nn.Module):
 
     # ------------------------------------------------------------------------------------------------ SAE
 
+    @property
+    def decoder_weights(self) -> nn.Parameter:
+        """The decoder rows ``(layers, F, d)``: the encoder's when tied."""
+        return self.dictionary if self.decoder is None else self.decoder
+
     @torch.no_grad()
     def normalise_dictionary(self) -> None:
+        """Decoder rows to unit norm."""
+        weights = self.decoder_weights
+        weights.div_(weights.norm(dim=-1, keepdim=True).clamp_min(1e-8))
+
+    @torch.no_grad()
+    def project_gradient(self) -> None:
+        """Drop the decoder gradient's component along each row (rows stay on the unit sphere)."""
+        weights = self.decoder_weights
+        if weights.grad is not None:
+            weights.grad -= (weights.grad * weights).sum(-1, keepdim=True) * weights
+
+    @torch.no_grad()
+    def initialise(self, x: torch.Tensor, init: str = "data", generator: torch.Generator | None = None) -> None:
+        """Start from normalised training tokens ``x (N, layers, d)``: ``b_dec`` = their mean, the dictionary rows
+        ``features`` random centred tokens (``init="data"``, Gaussian directions when fewer tokens) or Gaussian
+        (``"random"``), unit norm; the decoder starts equal to the encoder; ``b_enc`` = 0."""
+        if init not in ("data", "random"):
+            raise ValueError(f"init must be 'data' or 'random', got {init!r}")
+        mean = x.mean(0)
+        self.b_dec.copy_(mean)
+        self.b_enc.zero_()
+        self.dictionary.copy_(torch.randn(self.dictionary.shape, generator=generator))
+        if init == "data" and len(x) >= self.features:
+            rows = torch.randperm(len(x), generator=generator)[: self.features]
+            self.dictionary.copy_((x[rows] - mean).transpose(0, 1))
         self.dictionary.div_(self.dictionary.norm(dim=-1, keepdim=True).clamp_min(1e-8))
+        if self.decoder is not None:
+            self.decoder.copy_(self.dictionary)
 
     def pre_activations(self, x: torch.Tensor) -> torch.Tensor:
         """``ReLU(W (x - b_dec) + b_enc)`` for normalised ``x (N, layers, d)`` -> ``(N, layers, F)``."""
@@ -70,7 +109,7 @@ class SAEStack(nn.Module):
 
     def decode(self, codes: torch.Tensor) -> torch.Tensor:
         """``W^T a + b_dec`` -> ``(N, layers, d)`` (normalised space)."""
-        return torch.einsum("nlf,lfd->nld", codes, self.dictionary) + self.b_dec
+        return torch.einsum("nlf,lfd->nld", codes, self.decoder_weights) + self.b_dec
 
     def forward(self, states: torch.Tensor) -> torch.Tensor:
         """Reconstruction of normalised raw states ``(N, layers, d)``."""
@@ -109,32 +148,52 @@ def sae_loss(
     """
     xt = x.transpose(0, 1)  # (L, B, d): one batched matmul per step for all layers
     pre = torch.baddbmm(sae.b_enc[:, None], xt - sae.b_dec[:, None], sae.dictionary.transpose(1, 2)).relu()
-    with torch.no_grad():
-        threshold = pre.topk(sae.k, dim=-1).values[..., -1:]
-        keep = (pre >= threshold) & (pre > 0)
-    codes = pre * keep
-    residual = xt - torch.baddbmm(sae.b_dec[:, None], codes, sae.dictionary)
+    values, indices = pre.topk(sae.k, dim=-1)  # (L, B, k); zeros (ReLU) contribute nothing
+    residual = xt - sparse_decode(indices, values, sae.decoder_weights) - sae.b_dec[:, None]
     loss = residual.pow(2).sum(-1).mean(1).sum()
     with torch.no_grad():
+        hits = torch.zeros_like(last_fired).scatter_add_(
+            1, indices.flatten(1), (values > 0).flatten(1).to(last_fired.dtype)
+        )
         last_fired.add_(x.shape[0])
-        last_fired[keep.any(1)] = 0
+        last_fired[hits > 0] = 0
         dead = last_fired >= dead_after  # (L, F)
     if aux_coef > 0 and bool(dead.any()):
         count = min(aux_k, int(dead.sum(-1).max()))
-        dead_pre = pre.masked_fill(~dead[:, None, :], 0.0)
-        with torch.no_grad():
-            aux_threshold = dead_pre.topk(count, dim=-1).values[..., -1:]
-        aux_codes = dead_pre * ((dead_pre >= aux_threshold) & (dead_pre > 0))
-        aux_recon = torch.bmm(aux_codes, sae.dictionary)
+        aux_values, aux_indices = pre.masked_fill(~dead[:, None, :], 0.0).topk(count, dim=-1)
+        aux_recon = sparse_decode(aux_indices, aux_values, sae.decoder_weights)
         target = residual.detach()
         aux = (aux_recon - target).pow(2).sum(-1).mean(1) / target.pow(2).sum(-1).mean(1).clamp_min(1e-8)
         loss = loss + aux_coef * torch.nan_to_num(aux, nan=0.0).sum()
     return loss
 
 
+def sparse_decode(indices: torch.Tensor, values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """``sum_j values[..., j] * weights[l, indices[..., j]]`` for ``indices, values (L, B, k)`` and ``weights
+    (L, F, d)`` -> ``(L, B, d)``: one ``embedding_bag`` over the stacked dictionaries (k rows per token, not F)."""
+    layers, batch, k = indices.shape
+    features, width = weights.shape[1:]
+    offsets = torch.arange(layers, device=indices.device)[:, None, None] * features
+    flat = torch.nn.functional.embedding_bag(
+        (indices + offsets).reshape(layers * batch, k), weights.reshape(layers * features, width),
+        per_sample_weights=values.reshape(layers * batch, k), mode="sum",
+    )  # fmt: skip
+    return flat.view(layers, batch, width)
+
+
+def lr_factor(step: int, total: int, schedule: str = "decay") -> float:
+    """Learning-rate multiplier at ``step`` of ``total``: 5% linear warm-up, linear decay to 0 over the last 40%."""
+    if schedule == "constant":
+        return 1.0
+    if schedule != "decay":
+        raise ValueError(f"schedule must be 'decay' or 'constant', got {schedule!r}")
+    return max(0.0, min(1.0, (step + 1) / max(1.0, 0.05 * total), (total - step) / max(1.0, 0.4 * total)))
+
+
 def train_saes(
-    sae: SAEStack, states: torch.Tensor, epochs: int = 10, batch_size: int = 512, lr: float = 1e-3,
-    aux_k: int = 256, aux_coef: float = 1 / 32, dead_after: int = 10_000, seed: int = 0,
+    sae: SAEStack, states: torch.Tensor, epochs: int = 5, batch_size: int = 128, lr: float = 3e-3,
+    aux_k: int = 256, aux_coef: float = 1 / 32, dead_after: int = 10_000, seed: int = 0, init: str = "data",
+    schedule: str = "decay",
 ) -> dict[str, list[float]]:  # fmt: skip
     """Fit the normaliser and train every layer's SAE on raw states ``(N, layers, d)`` with Adam.
 
@@ -146,24 +205,23 @@ def train_saes(
     states = states.float()
     sae.fit_normaliser(states)
     x = sae.normalise(states)
-    with torch.no_grad():
-        sae.dictionary.copy_(torch.randn(sae.dictionary.shape, generator=generator))
-        sae.normalise_dictionary()
-        sae.b_enc.zero_()
-        sae.b_dec.copy_(x.mean(0))
-    optimiser = torch.optim.Adam(sae.parameters(), lr=lr)
+    sae.initialise(x, init, generator)
+    optimiser = torch.optim.Adam(sae.parameters(), lr=lr, fused=True)  # fused: ~10x less step overhead on CPU
     last_fired = torch.zeros(sae.num_layers, sae.features)
+    total = epochs * -(-len(x) // batch_size)
+    step = 0
     for _ in range(epochs):
         order = torch.randperm(len(x), generator=generator)
         for start in range(0, len(x), batch_size):
+            for group in optimiser.param_groups:
+                group["lr"] = lr * lr_factor(step, total, schedule)
             loss = sae_loss(sae, x[order[start : start + batch_size]], last_fired, aux_k, aux_coef, dead_after)
             optimiser.zero_grad(set_to_none=True)
             loss.backward()
-            with torch.no_grad():  # keep rows on the unit sphere: drop the gradient along each row
-                grad = sae.dictionary.grad
-                grad -= (grad * sae.dictionary).sum(-1, keepdim=True) * sae.dictionary
+            sae.project_gradient()
             optimiser.step()
             sae.normalise_dictionary()
+            step += 1
     return sae_quality(sae, states)
 
 

@@ -3,7 +3,10 @@
 Each ID setting's validation texts are scored against the validation OOD domain (WordNet glosses); the test
 split is not read. SAEs are trained with seed 0 for each ``k_sae`` of the grid (the recipe's other training
 arguments). Every arm gets at least the method's number of trials; the winners, the grids and every trial's
-validation AUROC go to ``zoo/sae_transition_ood/tuning.json``, which the evaluation reads.
+validation AUROC go to ``zoo/sae_transition_ood/tuning.json``, which the evaluation reads. ``k_sae`` is the
+issue's k = 32 (a grid of one: the earlier 2-epoch tuning over {16, 32} chose 32 in every setting, and each
+further value costs one SAE training per setting). The SAE-free arms' trials depend only on the cached MiniLM
+features; when only the SAE training changed they are carried over from the previous record (``reused_trials``).
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from zoo.sae_transition_ood.detector import auroc, cached_stack
 from zoo.sae_transition_ood.features import default_cache_dir
 
 TUNING_FILE = Path(__file__).with_name("tuning.json")
+FEATURES_KEY = {"tokens_per_text": 20}  # the MiniLM feature cache the trials were scored on
 LAYERS = list(range(7))
 GRIDS = {
-    "transition": {"k_sae": [16, 32], "top_k": [4, 8, 16], "alpha": [0.01, 0.1, 1.0]},
+    "transition": {"k_sae": [32], "top_k": [4, 8, 16], "alpha": [0.01, 0.1, 1.0]},  # k_sae: the issue's k = 32
     "multi_layer_unigram": {"top_k": [4, 8, 16], "alpha": [0.01, 0.1, 1.0]},  # the transition arm's SAEs
     "single_layer": {"layer": LAYERS, "top_k": [4, 8, 16]},  # SAEs and alpha: the transition arm's
     "raw_transition": {"top_k": [4, 8, 16, 32], "alpha": [0.01, 0.1, 1.0]},  # of 384 units; K^2 pairs per token
@@ -32,6 +36,7 @@ GRIDS = {
     "energy": {"layer": LAYERS, "C": [0.01, 0.1, 1.0]},
 }
 SAE_ARMS = ("transition", "multi_layer_unigram", "single_layer", "raw_transition")
+SAE_FREE_ARMS = ("mahalanobis", "knn", "energy")  # read only the MiniLM features: independent of the SAEs
 
 
 def trials(arm: str) -> int:
@@ -48,8 +53,13 @@ def _val_auroc(scores: dict, id_domain: str) -> float:
     return auroc(scores[(id_domain, "validation")], scores[(D.VALIDATION_OOD, "validation")])
 
 
-def tune_setting(features, id_domain: str, train_args: dict) -> dict:
-    """Every arm's grid on one ID setting's validation split; returns {arm: {"best", "auroc", "trials"}}."""
+def tune_setting(features, id_domain: str, train_args: dict, previous: dict | None = None) -> dict:
+    """Every arm's grid on one ID setting's validation split; returns {arm: {"best", "auroc", "trials"}}.
+
+    ``previous``: an earlier record of this setting with the same grids; the trials of the SAE-free arms
+    (:data:`SAE_FREE_ARMS`, deterministic functions of the cached MiniLM features) are taken from it instead of
+    being recomputed when only the SAE training changed.
+    """
     groups = [(id_domain, "validation"), (D.VALIDATION_OOD, "validation")]
     train_tokens, _ = features.token_slice(id_domain, "train")
     record: dict = {arm: {"trials": []} for arm in GRIDS}
@@ -72,13 +82,17 @@ def tune_setting(features, id_domain: str, train_args: dict) -> dict:
     for params in _grid("raw_transition"):
         scores = scorers[best["k_sae"]].transition(params["top_k"], params["alpha"], raw=True)
         record["raw_transition"]["trials"].append({**params, "auroc": _val_auroc(scores, id_domain)})
-    for params in _grid("mahalanobis"):
+    reused = [arm for arm in SAE_FREE_ARMS if previous and len(previous.get(arm, {}).get("trials", [])) == trials(arm)]
+    for arm in reused:
+        record[arm]["trials"] = previous[arm]["trials"]
+    record["reused_trials"] = reused
+    for params in _grid("mahalanobis") if "mahalanobis" not in reused else ():
         scores = A.mahalanobis(features, id_domain, groups, **params)
         record["mahalanobis"]["trials"].append({**params, "auroc": _val_auroc(scores, id_domain)})
-    for params in _grid("knn"):
+    for params in _grid("knn") if "knn" not in reused else ():
         scores = A.knn(features, id_domain, groups, **params)
         record["knn"]["trials"].append({**params, "auroc": _val_auroc(scores, id_domain)})
-    for params in _grid("energy"):
+    for params in _grid("energy") if "energy" not in reused else ():
         scores = A.energy(features, id_domain, groups, **params)
         record["energy"]["trials"].append({**params, "auroc": _val_auroc(scores, id_domain)})
     for arm in GRIDS:
@@ -109,9 +123,16 @@ def main(argv: list[str] | None = None) -> None:
     features = build_features()
     train_args = recipe_train_args()
     result = json.loads(TUNING_FILE.read_text()) if TUNING_FILE.is_file() else {}
+    previous: dict = {}
+    old_grids = result.get("grids", {})
+    if all(old_grids.get(arm) == GRIDS[arm] for arm in SAE_FREE_ARMS) and result.get("features") in (
+        None,
+        FEATURES_KEY,
+    ):
+        previous = result.get("settings", {})  # SAE-free trials stay valid while their grids and features do
     if result.get("train_args") not in (None, train_args) or result.get("grids") not in (None, GRIDS):
         result = {}  # another recipe or grid: start over
-    result.update(grids=GRIDS, trials={arm: trials(arm) for arm in GRIDS}, train_args=train_args)
+    result.update(grids=GRIDS, trials={arm: trials(arm) for arm in GRIDS}, train_args=train_args, features=FEATURES_KEY)
     result.setdefault("settings", {})
     result.setdefault("seconds", {})
     for id_domain in args.domains:
@@ -120,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
             continue
         started = time.perf_counter()
         print(f"tuning {id_domain}", flush=True)
-        result["settings"][id_domain] = tune_setting(features, id_domain, train_args)
+        result["settings"][id_domain] = tune_setting(features, id_domain, train_args, previous.get(id_domain))
         result["seconds"][id_domain] = round(time.perf_counter() - started, 1)
         TUNING_FILE.write_text(json.dumps(result, indent=1) + "\n")
         best = {arm: result["settings"][id_domain][arm]["best"] for arm in GRIDS}
