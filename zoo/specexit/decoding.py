@@ -370,13 +370,13 @@ def target_generate(
     state = states[-1]
     keys = torch.tensor(positions)
     out = target_forward(target, torch.tensor([prompt]), taps, cache, positions=keys, key_positions=keys)
-    forwards, tokens = 1, []
+    forwards, tokens, step = 1, [], coupler(tokenizer).step
     while True:
         token = _choose(out.logits[0, -1], temperature, generator)
         tokens.append(token)
         if token == tokenizer.eos_id or len(tokens) >= max_new_tokens:
             break
-        position, state = coupler(tokenizer).step(state, token)
+        position, state = step(state, token)
         positions.append(position)
         out = target_forward(
             target,
@@ -449,9 +449,11 @@ class SpeculativeDecoder:
         feature = self._round_features[:, position - self._round_start]
         return signal_values(self.draft.fuse(feature)[1][0].float())
 
-    def _append(self, tokens: list[int]) -> None:
-        """Emit ``tokens``: extend the sequence and its coupled position ids (:mod:`zoo.specexit.positions`)."""
-        positions, states = extend(self.tokenizer, self._states[-1], tokens)
+    def _append(self, tokens: list[int], positions: list[int] | None = None, states: list[State] | None = None) -> None:
+        """Emit ``tokens``: extend the sequence, its coupled position ids and the parser state after each token
+        (:mod:`zoo.specexit.positions`; computed from the last state unless the caller already has them)."""
+        if positions is None:
+            positions, states = extend(self.tokenizer, self._states[-1], tokens)
         self._sequence.extend(tokens)
         self._positions.extend(positions)
         self._states.extend(states)
@@ -523,9 +525,8 @@ class SpeculativeDecoder:
         self._target_cache = KVCache(len(self.target.model.layers), budget)
         self._draft_cache = KVCache(1, budget)
         self._result = result = GenerationResult([])
-        self._sequence, self._positions, self._states = [], [], [State()]
-        self._append(list(prompt))
-        del self._states[0]  # one state per token: the parser state after it
+        self._sequence, self._positions, self._states = [], [], []
+        self._append(list(prompt), *extend(tok, State(), prompt))
         policy.reset(self, prompt)
         prompt_len = len(prompt)
         stop = {tok.eos_id, *policy.stop_tokens}
@@ -564,9 +565,7 @@ class SpeculativeDecoder:
                 m, token = verify_greedy(torch.tensor(drafted), out.logits[0])
             result.accept_lengths.append(m)
             new_tokens = [pending, *drafted[:m]]
-            self._sequence.extend(drafted[:m])
-            self._positions.extend(drafted_positions[:m])
-            self._states.extend(drafted_states[:m])
+            self._append(drafted[:m], drafted_positions[:m], drafted_states[:m])
             if stop.intersection(drafted[:m]):
                 break
 
