@@ -66,7 +66,7 @@ from zoo._distributed import refuse_distributed
 from zoo._inference import PretrainedMixin
 from zoo.sae_transition_ood import INPUT_FORMAT
 from zoo.sae_transition_ood.domains import ID_DOMAINS, check_domain
-from zoo.sae_transition_ood.sae import SAEStack, lr_factor, sae_loss, sae_quality
+from zoo.sae_transition_ood.sae import SAEStack, check_init, lr_factor, sae_loss, sae_quality
 from zoo.sae_transition_ood.transitions import (
     check_alpha,
     surprising_transitions,
@@ -133,8 +133,7 @@ class SAETransitionOODModule(PretrainedMixin, pl.LightningModule):
         if num_layers < 2:
             raise ValueError(f"a transition needs at least 2 hidden states, got num_layers={num_layers}")
         lr_factor(0, 1, lr_schedule)  # one-line errors for a bad schedule or init
-        if init not in ("data", "random"):
-            raise ValueError(f"init must be 'data' or 'random', got {init!r}")
+        check_init(init)
         self.save_hyperparameters()
         torch.manual_seed(seed)
         self.saes = SAEStack(num_layers, width, features, k_sae, tied)

@@ -84,8 +84,7 @@ class SAEStack(nn.Module):
         """Start from normalised training tokens ``x (N, layers, d)``: ``b_dec`` = their mean, the dictionary rows
         ``features`` random centred tokens (``init="data"``, Gaussian directions when fewer tokens) or Gaussian
         (``"random"``), unit norm; the decoder starts equal to the encoder; ``b_enc`` = 0."""
-        if init not in ("data", "random"):
-            raise ValueError(f"init must be 'data' or 'random', got {init!r}")
+        check_init(init)
         mean = x.mean(0)
         self.b_dec.copy_(mean)
         self.b_enc.zero_()
@@ -179,6 +178,12 @@ def sparse_decode(indices: torch.Tensor, values: torch.Tensor, weights: torch.Te
         per_sample_weights=values.reshape(layers * batch, k), mode="sum",
     )  # fmt: skip
     return flat.view(layers, batch, width)
+
+
+def check_init(init: str) -> None:
+    """One-line error for a dictionary initialisation other than ``"data"`` or ``"random"``."""
+    if init not in ("data", "random"):
+        raise ValueError(f"init must be 'data' or 'random', got {init!r}")
 
 
 def lr_factor(step: int, total: int, schedule: str = "decay") -> float:

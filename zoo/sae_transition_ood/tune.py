@@ -86,15 +86,13 @@ def tune_setting(features, id_domain: str, train_args: dict, previous: dict | No
     for arm in reused:
         record[arm]["trials"] = previous[arm]["trials"]
     record["reused_trials"] = reused
-    for params in _grid("mahalanobis") if "mahalanobis" not in reused else ():
-        scores = A.mahalanobis(features, id_domain, groups, **params)
-        record["mahalanobis"]["trials"].append({**params, "auroc": _val_auroc(scores, id_domain)})
-    for params in _grid("knn") if "knn" not in reused else ():
-        scores = A.knn(features, id_domain, groups, **params)
-        record["knn"]["trials"].append({**params, "auroc": _val_auroc(scores, id_domain)})
-    for params in _grid("energy") if "energy" not in reused else ():
-        scores = A.energy(features, id_domain, groups, **params)
-        record["energy"]["trials"].append({**params, "auroc": _val_auroc(scores, id_domain)})
+    for arm in SAE_FREE_ARMS:
+        if arm in reused:
+            continue
+        score = getattr(A, arm)  # A.mahalanobis, A.knn, A.energy
+        for params in _grid(arm):
+            scores = score(features, id_domain, groups, **params)
+            record[arm]["trials"].append({**params, "auroc": _val_auroc(scores, id_domain)})
     for arm in GRIDS:
         winner = max(record[arm]["trials"], key=lambda t: t["auroc"])  # first of equals: the grid's order
         record[arm]["best"] = {k: v for k, v in winner.items() if k != "auroc"}
