@@ -89,6 +89,10 @@ class Editor:
     def plausible(self, original: np.ndarray, theta: np.ndarray, anchor: np.ndarray | None = None):
         raise NotImplementedError  # pragma: no cover - interface
 
+    def random_plausible(self, original: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """A random plausible edit: every parameter uniform in its bounds, then the SSIM floor (:meth:`plausible`)."""
+        return self.plausible(original, rng.uniform(LOWER, UPPER))[1]
+
 
 SSIM_SIDE = 28  # SSIM is taken at the coarse (composition) scale: images box-downsampled to 28 x 28
 

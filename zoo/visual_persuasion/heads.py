@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from zoo.visual_persuasion.attributes import hidden_utility, measure
-from zoo.visual_persuasion.editor import LOWER, UPPER, Editor
+from zoo.visual_persuasion.editor import Editor
 from zoo.visual_persuasion.images import base_items
 
 
@@ -46,7 +46,7 @@ def training_edits(
         if index % 10 == 0:
             image = crop.copy()
         else:
-            _, image, _ = editor.plausible(crop, rng.uniform(LOWER, UPPER))
+            image = editor.random_plausible(crop, rng)
         images.append(image)
         rows.append(measure(image, crop))
     return np.stack(images), np.stack(rows)

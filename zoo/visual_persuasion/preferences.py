@@ -81,9 +81,7 @@ def _edits(method: str, editor: Editor, item: np.ndarray, rng, differences, edit
     if method == "sweep":
         return [editor.edit(item, from_unit(unit)) for unit in sweep_units(differences)]
     if method == "random":
-        from zoo.visual_persuasion.editor import LOWER, UPPER
-
-        return [editor.plausible(item, rng.uniform(LOWER, UPPER))[1] for _ in range(edits_per_item)]
+        return [editor.random_plausible(item, rng) for _ in range(edits_per_item)]
     raise ValueError(f"unknown sensitivity method {method!r}; 'sweep' or 'random'")
 
 

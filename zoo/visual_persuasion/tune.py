@@ -69,13 +69,11 @@ def validation_module(utility_scale: float | None = None):
 
 def utility_spread(module, items, edits_per_item: int = 24) -> dict:
     """Standard deviation of the judges' mean utility change under random plausible edits (module units, T_c)."""
-    from zoo.visual_persuasion.editor import LOWER, UPPER
-
     rng = np.random.default_rng([VALIDATION_SEED, 1419])
     editor, judge = module.editor(), module.judge(VALIDATION_SEED)
     changes = []
     for item in items:
-        edited = [editor.plausible(item, rng.uniform(LOWER, UPPER))[1] for _ in range(edits_per_item)]
+        edited = [editor.random_plausible(item, rng) for _ in range(edits_per_item)]
         utilities = judge.utilities([item, *edited]).mean(axis=1)
         changes.append(utilities[1:] - utilities[0])
     changes = np.concatenate(changes)
