@@ -142,13 +142,16 @@ class Pools:
         return [pool[idx] for pool, idx in zip(coords, self.picks(context, guidance, temperature))]
 
 
-def tune(module, seed: int, settings: dict) -> dict[str, dict[str, float]]:
+def tune(module, seed: int, settings: dict, pools=None) -> dict[str, dict[str, float]]:
     """Both tuned decoders' (w, T) for one checkpoint, on validation ensembles (``settings`` grids).
+
+    Args:
+        pools: This seed's validation :class:`Pools` when the caller already has them (their samples are reused).
 
     Returns:
         ``{"biased": {"guidance", "temperature", "val_median_rmsd"}, "debiased": {..., "val_success"}}``.
     """
-    pools = Pools(module, seed, settings, validation=True)
+    pools = pools or Pools(module, seed, settings, validation=True)
     threshold = settings["coverage_rmsd"]
     rows = []
     for guidance in settings["guidance_grid"]:

@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from zoo.promise.evaluate import CONTEXTS, PROTOCOL, Pools, score_ensembles, target
+from zoo.promise.evaluate import CONTEXTS, PROTOCOL, Pools, score_ensembles, target, tune
 
 RECIPE = "recipes/promise/adk.yaml"
 
@@ -43,26 +43,20 @@ def validation_table(module, seed: int, settings: dict) -> dict:
                 for key in ("multistate_success", "coverage_open", "coverage_closed", "context_delta"):
                     row[f"{key}_{tag}"] = round(scores[key], 4)
             rows.append(row)
-    biased = min(rows, key=lambda r: r["val_median_rmsd"])
-    debiased = max(
-        rows,
-        key=lambda r: (
-            r["multistate_success_rw"],
-            r["coverage_open_rw"],
-            -(abs(r["guidance"]) + abs(r["temperature"] - 1.0)),
-        ),
-    )
+    chosen = tune(module, seed, settings, pools)  # the evaluation's own choice of both decoders
+
+    def row_of(decoder: str) -> dict:
+        w, t = chosen[decoder]["guidance"], chosen[decoder]["temperature"]
+        return next(r for r in rows if (r["guidance"], r["temperature"]) == (w, t))
+
+    biased, debiased = row_of("biased"), row_of("debiased")
     return {
         "rows": rows,
         "biased": {
             k: biased[k] for k in ("guidance", "temperature", "multistate_success_plain", "context_delta_plain")
         },
         "debiased": {k: debiased[k] for k in ("guidance", "temperature", "multistate_success_rw", "context_delta_rw")},
-        "no_reweight_success": next(
-            r["multistate_success_plain"]
-            for r in rows
-            if (r["guidance"], r["temperature"]) == (debiased["guidance"], debiased["temperature"])
-        ),
+        "no_reweight_success": debiased["multistate_success_plain"],
         "gain": round(debiased["multistate_success_rw"] - biased["multistate_success_plain"], 4),
     }
 
