@@ -1,0 +1,99 @@
+"""Clips, the datamodule (no actions in training batches) and the evaluation metrics on hand-made inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from zoo.olaf_world.clips import ACTION_NAMES, behaviour_actions, collect, context_of
+from zoo.olaf_world.data import LatentActionVideoDataModule
+from zoo.olaf_world.metrics import halves, probe_accuracies, prototype_gap
+
+
+@pytest.fixture(scope="module")
+def tiny_datamodule(tmp_path_factory):
+    import os
+
+    os.environ["ZOO_OLAF_WORLD_CACHE"] = str(tmp_path_factory.mktemp("olaf_cache"))
+    dm = LatentActionVideoDataModule(
+        steps_per_seed=6, train_seeds_per_context=1, eval_seeds_per_context=2, batch_size=2, use_cache=False
+    )
+    dm.setup("fit")
+    return dm
+
+
+def test_training_batch_carries_no_actions(tiny_datamodule):
+    batch = next(iter(tiny_datamodule.train_dataloader()))
+    assert set(batch) == {"videos", "tau"}
+    assert batch["videos"].shape == (2, 4, 64, 64, 3) and batch["videos"].dtype == torch.float32
+    assert float(batch["videos"].min()) >= 0 and float(batch["videos"].max()) <= 1
+    torch.testing.assert_close(batch["tau"].norm(dim=1), torch.ones(2))
+    val = next(iter(tiny_datamodule.val_dataloader()))
+    assert {"actions", "context", "world_seed"} <= set(val)
+    assert set(val["world_seed"].tolist()) == {40, 41, 90, 91}
+    assert val["context"].tolist() == context_of(val["world_seed"].numpy()).tolist()
+
+
+def test_clips_line_up_with_the_episode_and_its_actions():
+    clips = collect([3], steps=7, length=4, stride=3)
+    assert clips["videos"].shape == (2, 4, 64, 64, 3) and clips["actions"].shape == (2, 3)
+    np.testing.assert_array_equal(clips["videos"][1, 0], clips["videos"][0, 3])  # stride T-1 shares an end frame
+    np.testing.assert_array_equal(clips["videos"], clips["frames"][clips["frame_index"]])
+    assert clips["context"].tolist() == [0, 0]
+
+
+def test_behaviour_policy_is_persistent_and_mostly_moves():
+    actions = behaviour_actions(4000, np.random.default_rng(0))
+    assert set(actions.tolist()) == set(range(len(ACTION_NAMES)))
+    assert 0.7 < np.isin(actions, [1, 2, 3, 4]).mean() < 0.9
+    changes = (np.diff(actions) != 0).mean()
+    assert 0.3 < changes < 0.45  # segments of 1-4 steps (mean 2.5) -> about 1 change in 2.5 minus repeats
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"env": "doom"}, "unknown environment"),
+        ({"env": "ale"}, "unknown environment"),
+        ({"clip_length": 1}, "T >= 2"),
+        ({"teacher": "vjepa2"}, "teacher="),
+        ({"target": "future"}, "target="),
+        ({"train_seeds_per_context": 31}, "train_seeds_per_context"),
+    ],
+)
+def test_bad_datamodule_arguments_raise_one_clear_line(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        LatentActionVideoDataModule(**kwargs)
+
+
+def test_probes_separate_within_but_not_across_a_context_shift():
+    rng = np.random.default_rng(0)
+    n = 600
+    actions = rng.integers(0, 6, n)
+    world = np.concatenate([rng.integers(30, 40, n // 2), rng.integers(80, 90, n // 2)])
+    context = context_of(world)
+    # the action is one-hot on axes 0-5 in A and on axes 6-11 in B: a probe fit in one context fails in the other
+    mu = rng.normal(scale=0.05, size=(n, 12))
+    mu[np.arange(n), actions + 6 * context] += 1.0
+    scores = probe_accuracies(mu, actions, context, world)
+    assert scores["probe_acc_within"] > 0.95
+    assert scores["probe_acc_cross"] < 0.5
+    shared = rng.normal(scale=0.05, size=(n, 12))
+    shared[np.arange(n), actions] += 1.0
+    assert probe_accuracies(shared, actions, context, world)["probe_acc_cross"] > 0.95
+
+
+def test_prototype_gap_hand_values():
+    eye = np.eye(6)
+    actions = np.tile(np.arange(6), 2)
+    context = np.repeat([0, 1], 6)
+    # identical orthogonal prototypes in both contexts: diag 1, offdiag 0
+    assert prototype_gap(np.concatenate([eye, eye]), actions, context) == pytest.approx(1.0)
+    # one shared vector for every action: every cosine is 1, the gap is 0
+    assert prototype_gap(np.ones((12, 6)), actions, context) == pytest.approx(0.0)
+
+
+def test_halves_split_each_context_by_world_seed():
+    world = np.array([30, 31, 32, 33, 80, 81, 82, 83])
+    assert halves(world).tolist() == [0, 0, 1, 1, 0, 0, 1, 1]

@@ -1,0 +1,116 @@
+"""The LAM's math: tau, the KL term, the causal mask, lambda = 0 equals the baseline, and bad inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from zoo.olaf_world.clips import tau_from_features
+from zoo.olaf_world.lam import LatentActionModel, TrajectoryHead, align_loss, kl_divergence, lam_losses
+from zoo.olaf_world.module import OlafLAMModule
+
+TINY = {"model_dim": 32, "encoder_blocks": 2, "decoder_blocks": 1, "heads": 2}
+
+
+def test_tau_is_unit_norm_with_the_sign_of_later_minus_earlier():
+    rng = np.random.default_rng(0)
+    direction = rng.normal(size=8)
+    base = rng.normal(size=8)
+    # s_k = base + k * direction: every step adds `direction`, so tau = direction / |direction|
+    features = np.stack([base + k * direction for k in range(4)])[None]
+    tau = tau_from_features(features)
+    assert np.linalg.norm(tau) == pytest.approx(1.0, abs=1e-6)
+    np.testing.assert_allclose(tau[0], direction / np.linalg.norm(direction), atol=1e-6)
+    # played backwards the clip's tau flips sign
+    np.testing.assert_allclose(tau_from_features(features[:, ::-1])[0], -tau[0], atol=1e-6)
+    # hand value: s = (0, 0), (1, 0), (1, 2) -> mean step (0.5, 1) -> (1, 2) / sqrt(5)
+    tau = tau_from_features(np.array([[[0.0, 0.0], [1.0, 0.0], [1.0, 2.0]]]))
+    np.testing.assert_allclose(tau[0], np.array([1.0, 2.0]) / np.sqrt(5), atol=1e-6)
+    # the static ablation: normalize(mean_k s_k) = (2/3, 2/3) / |.| = (1, 1) / sqrt(2)
+    static = tau_from_features(np.array([[[0.0, 0.0], [1.0, 0.0], [1.0, 2.0]]]), target="static")
+    np.testing.assert_allclose(static[0], np.array([1.0, 1.0]) / np.sqrt(2), atol=1e-6)
+
+
+def test_kl_is_zero_at_the_prior_and_matches_hand_values():
+    zeros = torch.zeros(3, 2, 32)
+    assert float(kl_divergence(zeros, zeros)) == 0.0
+    # mu = 1, logvar = 0: 0.5 per dimension, summed over 32 dims, averaged over latents
+    assert float(kl_divergence(torch.ones(3, 2, 32), zeros)) == pytest.approx(16.0)
+    # mu = 0, logvar = log 2: -0.5 (1 + log 2 - 2) per dim
+    value = float(kl_divergence(torch.zeros(1, 4), torch.full((1, 4), np.log(2.0))))
+    assert value == pytest.approx(-0.5 * 4 * (1 + np.log(2.0) - 2.0), rel=1e-6)
+
+
+def test_align_loss_is_one_minus_cosine():
+    a = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
+    b = torch.tensor([[1.0, 0.0], [-1.0, 0.0]])
+    assert float(align_loss(a, b)) == pytest.approx((0.0 + (1 + 1 / np.sqrt(2))) / 2, rel=1e-6)
+
+
+def test_causal_mask_z_t_ignores_later_frames():
+    torch.manual_seed(0)
+    lam = LatentActionModel(**TINY).eval()
+    videos = torch.rand(2, 5, 64, 64, 3)
+    mu, _ = lam.encode(videos)
+    for t in range(1, 4):  # z_t (index t - 1) is the action into frame t: frames > t must not matter
+        perturbed = videos.clone()
+        perturbed[:, t + 1 :] = torch.rand_like(perturbed[:, t + 1 :])
+        mu_p, _ = lam.encode(perturbed)
+        torch.testing.assert_close(mu_p[:, :t], mu[:, :t])
+        assert not torch.allclose(mu_p[:, t:], mu[:, t:])
+    # and the non-causal encoder does see the future (the test can fail)
+    torch.manual_seed(0)
+    acausal = LatentActionModel(**TINY, causal=False).eval()
+    perturbed = videos.clone()
+    perturbed[:, 2:] = torch.rand_like(perturbed[:, 2:])
+    assert not torch.allclose(acausal.encode(perturbed)[0][:, 0], acausal.encode(videos)[0][:, 0])
+
+
+def test_lambda_zero_equals_the_baseline():
+    batch = {"videos": torch.rand(3, 4, 64, 64, 3), "tau": torch.nn.functional.normalize(torch.randn(3, 1280), dim=1)}
+    vae = OlafLAMModule(align_weight=0.0, seed=3, **TINY)
+    aligned = OlafLAMModule(align_weight=0.02, seed=3, **TINY)
+    for key, value in vae.state_dict().items():  # same seed -> same initial weights, head included
+        assert torch.equal(value, aligned.state_dict()[key]), key
+    aligned.hparams.align_weight = 0.0
+    torch.manual_seed(1)
+    loss_vae = vae.losses(batch)["loss"]
+    torch.manual_seed(1)
+    loss_zero = aligned.losses(batch)["loss"]
+    assert torch.equal(loss_vae, loss_zero)
+    aligned.hparams.align_weight = 0.02
+    torch.manual_seed(1)
+    losses = aligned.losses(batch)
+    torch.testing.assert_close(losses["loss"], loss_vae + 0.02 * losses["align"])
+
+
+def test_lam_losses_decomposes_into_mse_kl_align():
+    torch.manual_seed(0)
+    lam, head = LatentActionModel(**TINY), TrajectoryHead(32, 16)
+    videos, tau = torch.rand(2, 3, 64, 64, 3), torch.nn.functional.normalize(torch.randn(2, 16), dim=1)
+    torch.manual_seed(5)
+    losses = lam_losses(lam, head, videos, tau, beta=0.5, align_weight=0.1)
+    torch.testing.assert_close(losses["loss"], losses["mse"] + 0.5 * losses["kl"] + 0.1 * losses["align"])
+    assert 0 <= float(losses["align"].detach()) <= 2
+
+
+@pytest.mark.parametrize(
+    ("videos", "message"),
+    [
+        (torch.rand(2, 1, 64, 64, 3), "T >= 2"),
+        (torch.rand(2, 4, 64, 64, 3) * 2, r"\[0, 1\]"),
+        (torch.rand(2, 4, 32, 32, 3), "videos must be"),
+        (torch.rand(4, 64, 64, 3), "videos must be"),
+    ],
+)
+def test_bad_videos_raise_one_clear_line(videos, message):
+    model = OlafLAMModule(**TINY)
+    with pytest.raises(ValueError, match=message):
+        model(videos)
+
+
+def test_tau_width_that_does_not_match_the_head_raises():
+    model = OlafLAMModule(**TINY)
+    with pytest.raises(ValueError, match="tau has width 64 but the trajectory head predicts 1280"):
+        model.losses({"videos": torch.rand(2, 4, 64, 64, 3), "tau": torch.randn(2, 64)})

@@ -1,0 +1,201 @@
+"""Offline video clips with ground-truth actions (Crafter), and the teacher target tau cached per clip.
+
+Plain numpy / torch, no Lightning. Crafter (``crafter==1.8.3``) renders a 64 x 64 top-down view; we play it with
+the spec's persistent behaviour policy and keep the true actions for evaluation only.
+
+* **Actions** (6 classes, Crafter's own indices 0-5): noop, move_left, move_right, move_up, move_down, do.
+* **Behaviour policy** (the spec; the segment lengths for noop / do are our choice): each segment picks a
+  movement with probability 0.8 (uniform over the four) and otherwise noop or do (uniform), and repeats it
+  for 1-4 steps (uniform).
+* **Contexts**: world seed ``s`` is context A when ``s < 50`` and context B otherwise. One episode of
+  ``steps`` steps per world seed (an episode that ends early is reset with the same world seed).
+* **Clips** of ``T`` frames: stride 1 windows for training (unlabeled), non-overlapping windows (stride
+  ``T - 1``) for evaluation.
+
+tau (SeqDelta-REPA's target) is ``normalize(mean_k (s_{k+1} - s_k))`` with ``s_k`` the spatially pooled frozen
+features of frame ``k`` (EfficientNet-Lite0 at 64 px, 1280-d, per frame: the paper's V-JEPA 2 pools tubelets
+of 2 frames). ``target="static"`` is the ablation ``normalize(mean_k s_k)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import numpy as np
+
+ACTION_NAMES = ("noop", "move_left", "move_right", "move_up", "move_down", "do")
+NUM_ACTIONS = len(ACTION_NAMES)
+ENVIRONMENTS = ("crafter",)
+CONTEXT_B_FIRST_SEED = 50
+TEACHERS = ("efficientnet_lite0", "random_efficientnet_lite0")
+TARGETS = ("delta", "static")
+
+
+def cache_dir() -> Path:
+    """``$ZOO_OLAF_WORLD_CACHE`` or ``~/.cache/icml26-zoo/olaf_world`` (created)."""
+    folder = Path(os.environ.get("ZOO_OLAF_WORLD_CACHE", Path.home() / ".cache" / "icml26-zoo" / "olaf_world"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def check_env(env: str) -> None:
+    """Raise a one-line ValueError naming ``env`` unless it is a supported environment."""
+    if env not in ENVIRONMENTS:
+        raise ValueError(f"env={env!r}: unknown environment; choose one of {', '.join(ENVIRONMENTS)}")
+
+
+def context_of(world_seed: int | np.ndarray) -> int | np.ndarray:
+    """0 (context A, world seeds 0-49) or 1 (context B, 50-99)."""
+    return (np.asarray(world_seed) >= CONTEXT_B_FIRST_SEED).astype(np.int64)
+
+
+def behaviour_actions(steps: int, rng: np.random.Generator, p_move: float = 0.8, max_repeat: int = 4) -> np.ndarray:
+    """The persistent behaviour policy's action sequence of length ``steps``.
+
+    Args:
+        steps: Number of actions.
+        rng: Random generator.
+        p_move: Probability that a segment is a movement.
+        max_repeat: Longest segment (segments last 1..max_repeat steps, uniform).
+    """
+    out = np.empty(steps, dtype=np.int64)
+    t = 0
+    while t < steps:
+        action = int(rng.integers(1, 5)) if rng.random() < p_move else int(rng.choice([0, 5]))
+        length = int(rng.integers(1, max_repeat + 1))
+        out[t : t + length] = action
+        t += length
+    return out
+
+
+def play_crafter(world_seed: int, steps: int, policy_seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """One episode of the behaviour policy in Crafter world ``world_seed``.
+
+    Returns:
+        frames ``(steps + 1, 64, 64, 3)`` uint8 and actions ``(steps,)`` int64 (action ``t`` leads from frame
+        ``t`` to frame ``t + 1``).
+    """
+    try:
+        import crafter
+    except ImportError:
+        from zoo._errors import MissingExtraError
+
+        raise MissingExtraError("olaf_world's clips need crafter: pip install 'icml26-zoo[games]'") from None
+    rng = np.random.default_rng([policy_seed, world_seed])
+    actions = behaviour_actions(steps, rng)
+    env = crafter.Env(size=(64, 64), seed=int(world_seed))
+    frames = [env.reset()]
+    for action in actions:
+        obs, _, done, _ = env.step(int(action))
+        frames.append(obs)
+        if done:  # rare in 100-odd steps; the next frame is a fresh start of the same world
+            frames[-1] = env.reset()
+    return np.stack(frames).astype(np.uint8), actions
+
+
+def windows(num_frames: int, length: int, stride: int) -> np.ndarray:
+    """Start indices of the clips of ``length`` frames in an episode of ``num_frames`` frames."""
+    return np.arange(0, num_frames - length + 1, stride)
+
+
+def collect(world_seeds, steps: int, length: int, stride: int, policy_seed: int = 0) -> dict[str, np.ndarray]:
+    """Clips of ``length`` frames from one episode per world seed.
+
+    Returns:
+        ``videos`` (N, T, 64, 64, 3) uint8, ``actions`` (N, T-1), ``context`` (N,), ``world_seed`` (N,),
+        ``frame_index`` (N, T): the index of each frame in the episode's frame table ``frames`` (E, steps+1, ...),
+        which is also returned, so a teacher runs once per frame, not once per clip.
+    """
+    if length < 2:
+        raise ValueError(f"T={length}: a clip needs at least 2 frames (one action)")
+    seeds = [int(s) for s in world_seeds]
+    episodes = [play_crafter(s, steps, policy_seed) for s in seeds]
+    starts = windows(steps + 1, length, stride)
+    offsets = starts[:, None] + np.arange(length)[None, :]
+    videos, actions, frame_index, world = [], [], [], []
+    for e, (frames, acts) in enumerate(episodes):
+        videos.append(frames[offsets])
+        actions.append(acts[offsets[:, :-1]])
+        frame_index.append(e * (steps + 1) + offsets)
+        world.append(np.full(len(starts), seeds[e]))
+    world_seed = np.concatenate(world)
+    return {
+        "videos": np.concatenate(videos),
+        "actions": np.concatenate(actions),
+        "context": context_of(world_seed),
+        "world_seed": world_seed,
+        "frame_index": np.concatenate(frame_index),
+        "frames": np.concatenate([f for f, _ in episodes]),
+    }
+
+
+def tau_from_features(features: np.ndarray, target: str = "delta") -> np.ndarray:
+    """SeqDelta-REPA's target from per-frame features ``(N, T, D)``: unit vectors ``(N, D)``.
+
+    Args:
+        features: Spatially pooled teacher features of every frame of every clip.
+        target: ``"delta"`` = normalize(mean_k (s_{k+1} - s_k)) (the paper); ``"static"`` = normalize(mean_k s_k)
+            (the ablation that aligns to the clip's appearance instead of its change).
+    """
+    if target not in TARGETS:
+        raise ValueError(f"target={target!r}: choose one of {', '.join(TARGETS)}")
+    features = np.asarray(features, dtype=np.float64)
+    if features.ndim != 3 or features.shape[1] < 2:
+        raise ValueError(f"features must be (N, T >= 2, D), got shape {features.shape}")
+    raw = np.diff(features, axis=1).mean(axis=1) if target == "delta" else features.mean(axis=1)
+    norm = np.linalg.norm(raw, axis=1, keepdims=True)
+    return (raw / np.maximum(norm, 1e-12)).astype(np.float32)
+
+
+def teacher_features(frames: np.ndarray, teacher: str = "efficientnet_lite0", batch_size: int = 256) -> np.ndarray:
+    """Pooled features ``(N, 1280)`` of frames ``(N, 64, 64, 3)`` uint8 from a frozen EfficientNet-Lite0.
+
+    Args:
+        frames: The frames.
+        teacher: ``"efficientnet_lite0"`` (ImageNet weights) or ``"random_efficientnet_lite0"`` (random init,
+            seed 0: does the pretrained teacher matter?).
+        batch_size: Frames per forward pass.
+    """
+    from zoo.common import efficientnet
+
+    if teacher not in TEACHERS:
+        raise ValueError(f"teacher={teacher!r}: choose one of {', '.join(TEACHERS)}")
+    model = None if teacher == "efficientnet_lite0" else efficientnet.random_efficientnet_lite0(seed=0)
+    return efficientnet.features(frames, size=64, batch_size=batch_size, model=model)
+
+
+def _key(*parts) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:12]
+
+
+def cached_clips(
+    env: str, world_seeds, steps: int, length: int, stride: int, policy_seed: int = 0, use_cache: bool = True
+) -> dict[str, np.ndarray]:
+    """:func:`collect`, cached as ``.npz`` under :func:`cache_dir` (keyed by every argument)."""
+    check_env(env)
+    seeds = tuple(int(s) for s in world_seeds)
+    path = cache_dir() / f"clips-{env}-{_key(seeds, steps, length, stride, policy_seed)}.npz"
+    if use_cache and path.is_file():
+        with np.load(path) as data:
+            return {k: data[k] for k in data.files}
+    clips = collect(seeds, steps, length, stride, policy_seed)
+    if use_cache:
+        tmp = path.with_suffix(f".tmp{os.getpid()}.npz")
+        np.savez(tmp, **clips)
+        tmp.replace(path)
+    return clips
+
+
+def cached_frame_features(clips: dict[str, np.ndarray], teacher: str, tag: str, use_cache: bool = True) -> np.ndarray:
+    """Teacher features of every frame of ``clips["frames"]``, cached under ``tag`` (the clips' cache key)."""
+    path = cache_dir() / f"features-{teacher}-{tag}.npy"
+    if use_cache and path.is_file():
+        return np.load(path)
+    feats = teacher_features(clips["frames"], teacher)
+    if use_cache:
+        tmp = path.with_suffix(f".tmp{os.getpid()}.npy")
+        np.save(tmp, feats)
+        tmp.replace(path)
+    return feats

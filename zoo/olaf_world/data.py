@@ -1,0 +1,137 @@
+"""``LatentActionVideoDataModule``: Crafter clips with tau cached per clip by a frozen teacher.
+
+The teacher never enters the LightningModule: ``setup`` renders the clips (or reads them from the cache), runs
+the frozen encoder once per frame, and stores ``tau`` per training clip. Training batches are dicts with
+``videos`` (B, T, 64, 64, 3) float in [0, 1] and ``tau`` (B, D) only: the true actions are not in them.
+Validation and test batches carry ``actions`` (B, T-1), ``context`` (B,) and ``world_seed`` (B,) for the
+probes.
+
+World seeds (contexts A = 0-49, B = 50-99): training ``0..n-1`` and ``50..50+n-1`` (``n = train_seeds_per_context``,
+at most 30), test 30-39 and 80-89, validation 40-49 and 90-99 (the issue's validation clips).
+"""
+
+from __future__ import annotations
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from zoo.olaf_world import clips as clip_lib
+
+TEST_FIRST_SEED = 30
+VAL_FIRST_SEED = 40
+
+
+def context_seeds(first: int, count: int) -> list[int]:
+    """World seeds ``first..first+count-1`` of context A and the same offsets in context B."""
+    return [*range(first, first + count), *range(50 + first, 50 + first + count)]
+
+
+class ClipDataset(Dataset):
+    """Dict items of uint8 clips turned to float on access (the cache stays uint8)."""
+
+    def __init__(self, videos: np.ndarray, **fields: np.ndarray) -> None:
+        self.videos = torch.as_tensor(videos)
+        self.fields = {k: torch.as_tensor(v) for k, v in fields.items()}
+
+    def __len__(self) -> int:
+        return len(self.videos)
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        return {"videos": self.videos[index].float() / 255.0, **{k: v[index] for k, v in self.fields.items()}}
+
+
+class LatentActionVideoDataModule(pl.LightningDataModule):
+    """Crafter clips of ``clip_length`` frames from the persistent behaviour policy, tau cached per clip.
+
+    Args:
+        env: ``"crafter"`` (the only environment wired in; see the package docstring).
+        clip_length: Frames per clip T (T - 1 latent actions).
+        steps_per_seed: Policy steps of the one episode played in each world seed.
+        train_seeds_per_context: Training world seeds per context (0..n-1 and 50..50+n-1), at most 30.
+        eval_seeds_per_context: Validation (40.., 90..) and test (30.., 80..) world seeds per context, at most 10.
+        teacher: Frozen encoder of tau: ``"efficientnet_lite0"`` or ``"random_efficientnet_lite0"``.
+        target: ``"delta"`` (SeqDelta-REPA) or ``"static"`` (the clip's mean feature: an ablation).
+        batch_size: Training clips per batch.
+        policy_seed: Seed of the behaviour policy (the data are fixed across training seeds).
+        use_cache: Keep rendered clips and teacher features under ``~/.cache/icml26-zoo/olaf_world``.
+    """
+
+    def __init__(
+        self,
+        env: str = "crafter",
+        clip_length: int = 4,
+        steps_per_seed: int = 128,
+        train_seeds_per_context: int = 30,
+        eval_seeds_per_context: int = 10,
+        teacher: str = "efficientnet_lite0",
+        target: str = "delta",
+        batch_size: int = 32,
+        policy_seed: int = 0,
+        use_cache: bool = True,
+    ) -> None:
+        super().__init__()
+        clip_lib.check_env(env)
+        if clip_length < 2:
+            raise ValueError(f"clip_length={clip_length}: a clip needs T >= 2 frames")
+        if steps_per_seed < clip_length:
+            raise ValueError(f"steps_per_seed={steps_per_seed} is shorter than clip_length={clip_length}")
+        if not 1 <= train_seeds_per_context <= TEST_FIRST_SEED:
+            raise ValueError(f"train_seeds_per_context={train_seeds_per_context}: choose 1..{TEST_FIRST_SEED}")
+        if not 1 <= eval_seeds_per_context <= 10:
+            raise ValueError(f"eval_seeds_per_context={eval_seeds_per_context}: choose 1..10")
+        if teacher not in clip_lib.TEACHERS:
+            raise ValueError(f"teacher={teacher!r}: choose one of {', '.join(clip_lib.TEACHERS)}")
+        if target not in clip_lib.TARGETS:
+            raise ValueError(f"target={target!r}: choose one of {', '.join(clip_lib.TARGETS)}")
+        self.save_hyperparameters()
+
+    def clips(self, split: str) -> dict[str, np.ndarray]:
+        """The clips of ``"train"`` (stride 1), ``"val"`` or ``"test"`` (non-overlapping) world seeds."""
+        hp = self.hparams
+        if split == "train":
+            seeds, stride = context_seeds(0, hp.train_seeds_per_context), 1
+        elif split in ("val", "test"):
+            first = VAL_FIRST_SEED if split == "val" else TEST_FIRST_SEED
+            seeds, stride = context_seeds(first, hp.eval_seeds_per_context), hp.clip_length - 1
+        else:
+            raise ValueError(f"split={split!r}: choose train, val or test")
+        return clip_lib.cached_clips(
+            hp.env, seeds, hp.steps_per_seed, hp.clip_length, stride, hp.policy_seed, hp.use_cache
+        )
+
+    def tau(self, clips: dict[str, np.ndarray]) -> np.ndarray:
+        """tau ``(N, 1280)`` of every clip, from per-frame teacher features (cached)."""
+        hp = self.hparams
+        tag = clip_lib._key(tuple(clips["world_seed"][[0, -1]].tolist()), clips["frames"].shape, hp.policy_seed)
+        tag += "-" + clip_lib._key(clips["frames"][:: max(1, len(clips["frames"]) // 16)].tobytes())
+        features = clip_lib.cached_frame_features(clips, hp.teacher, tag, hp.use_cache)
+        return clip_lib.tau_from_features(features[clips["frame_index"]], hp.target)
+
+    def setup(self, stage: str | None = None) -> None:
+        if stage in (None, "fit"):
+            train = self.clips("train")
+            self.train_set = ClipDataset(train["videos"], tau=self.tau(train))
+        if stage in (None, "fit", "validate"):
+            self.val_set = self._labelled("val")
+        if stage in (None, "test", "predict"):
+            self.test_set = self._labelled("test")
+
+    def _labelled(self, split: str) -> ClipDataset:
+        data = self.clips(split)
+        return ClipDataset(
+            data["videos"], actions=data["actions"], context=data["context"], world_seed=data["world_seed"]
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(self.train_set, batch_size=self.hparams.batch_size, shuffle=True, drop_last=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(self.val_set, batch_size=256)
+
+    def test_dataloader(self) -> DataLoader:
+        return DataLoader(self.test_set, batch_size=256)
+
+    def predict_dataloader(self) -> DataLoader:
+        return DataLoader(self.test_set, batch_size=256)

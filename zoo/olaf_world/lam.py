@@ -1,0 +1,240 @@
+"""The beta-VAE latent action model (LAM), the trajectory head and the SeqDelta-REPA losses, in plain torch.
+
+Shapes follow the authors' LAM (github.com/showlab/Olaf-World, MIT; read for the exact losses, written anew):
+
+* videos ``(B, T, H, W, C)`` in [0, 1] are cut into ``p x p`` patches; a learned action-prompt token per frame
+  (init U[-1, 1]) is prepended to that frame's patch tokens;
+* the encoder alternates spatial attention within a frame and causal temporal attention per token position;
+* the prompt outputs of frames 1..T-1 give ``(mu, logvar)`` (logvar clamped to [-10, 10]) of ``z_t``;
+* the decoder (spatial attention only) reconstructs frame ``t`` from the patches of frame ``t - 1`` plus
+  ``action_up(z_t)``, through a sigmoid;
+* loss = MSE + beta * KL + lambda * (1 - cos(g(mean_t z_t), tau)), with ``g`` the trajectory head.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def kl_divergence(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
+    """-1/2 sum_dim (1 + logvar - mu^2 - exp(logvar)), averaged over all leading dimensions (the latents)."""
+    return (-0.5 * (1 + logvar - mu.pow(2) - logvar.exp()).sum(dim=-1)).mean()
+
+
+def align_loss(prediction: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
+    """1 - cos(prediction, tau), averaged over the batch."""
+    return (1 - F.cosine_similarity(prediction, tau, dim=-1)).mean()
+
+
+class Attention(nn.Module):
+    """Pre-norm multi-head self-attention (optionally causal: position i attends to positions <= i)."""
+
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__()
+        if dim % heads:
+            raise ValueError(f"model_dim={dim} must be divisible by heads={heads}")
+        self.heads = heads
+        self.norm = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x: torch.Tensor, causal: bool = False) -> torch.Tensor:
+        b, n, d = x.shape
+        q, k, v = self.qkv(self.norm(x)).reshape(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        h = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return x + self.out(h.transpose(1, 2).reshape(b, n, d))
+
+
+class MLP(nn.Module):
+    def __init__(self, dim: int, ratio: int = 2) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, ratio * dim), nn.GELU(), nn.Linear(ratio * dim, dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.net(x)
+
+
+class STBlock(nn.Module):
+    """Spatial attention within each frame, then (causal) temporal attention per token position, then an MLP."""
+
+    def __init__(self, dim: int, heads: int, causal: bool = True) -> None:
+        super().__init__()
+        self.spatial = Attention(dim, heads)
+        self.temporal = Attention(dim, heads)
+        self.mlp = MLP(dim)
+        self.causal = causal
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, n, d = x.shape
+        x = self.spatial(x.reshape(b * t, n, d)).reshape(b, t, n, d)
+        x = x.transpose(1, 2).reshape(b * n, t, d)
+        x = self.temporal(x, causal=self.causal).reshape(b, n, t, d).transpose(1, 2)
+        return self.mlp(x)
+
+
+class SpatialBlock(nn.Module):
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__()
+        self.attn = Attention(dim, heads)
+        self.mlp = MLP(dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.mlp(self.attn(x))
+
+
+def patchify(videos: torch.Tensor, patch: int) -> torch.Tensor:
+    """``(B, T, H, W, C)`` -> ``(B, T, (H/p)(W/p), p*p*C)``, patches in row-major order."""
+    b, t, h, w, c = videos.shape
+    x = videos.reshape(b, t, h // patch, patch, w // patch, patch, c)
+    return x.permute(0, 1, 2, 4, 3, 5, 6).reshape(b, t, (h // patch) * (w // patch), patch * patch * c)
+
+
+def unpatchify(patches: torch.Tensor, patch: int, height: int, width: int, channels: int) -> torch.Tensor:
+    """Inverse of :func:`patchify`."""
+    b, t = patches.shape[:2]
+    x = patches.reshape(b, t, height // patch, width // patch, patch, patch, channels)
+    return x.permute(0, 1, 2, 4, 3, 5, 6).reshape(b, t, height, width, channels)
+
+
+class LatentActionModel(nn.Module):
+    """The beta-VAE LAM: spatio-temporal encoder -> z_t (t = 1..T-1) -> spatial decoder of frame t from t-1.
+
+    Args:
+        image_size: Frame side length (square frames).
+        channels: Colour channels.
+        patch: Patch side length.
+        model_dim: Token width.
+        encoder_blocks: Spatio-temporal encoder blocks.
+        decoder_blocks: Spatial decoder blocks.
+        heads: Attention heads.
+        latent_dim: Width of z.
+        max_frames: Longest clip (temporal position embeddings).
+        causal: Causal temporal attention (the released configs).
+    """
+
+    def __init__(
+        self,
+        image_size: int = 64,
+        channels: int = 3,
+        patch: int = 8,
+        model_dim: int = 128,
+        encoder_blocks: int = 3,
+        decoder_blocks: int = 3,
+        heads: int = 4,
+        latent_dim: int = 32,
+        max_frames: int = 16,
+        causal: bool = True,
+    ) -> None:
+        super().__init__()
+        if image_size % patch:
+            raise ValueError(f"patch={patch} must divide image_size={image_size}")
+        self.image_size, self.channels, self.patch, self.latent_dim = image_size, channels, patch, latent_dim
+        num_patches = (image_size // patch) ** 2
+        patch_dim = patch * patch * channels
+        self.max_frames = max_frames
+        self.patch_in = nn.Linear(patch_dim, model_dim)
+        self.action_prompt = nn.Parameter(torch.empty(1, 1, 1, model_dim).uniform_(-1, 1))
+        self.spatial_pos = nn.Parameter(torch.randn(1, 1, num_patches + 1, model_dim) * 0.02)
+        self.temporal_pos = nn.Parameter(torch.randn(1, max_frames, 1, model_dim) * 0.02)
+        self.encoder = nn.ModuleList(STBlock(model_dim, heads, causal) for _ in range(encoder_blocks))
+        self.encoder_norm = nn.LayerNorm(model_dim)
+        self.to_latent = nn.Linear(model_dim, 2 * latent_dim)
+        self.patch_up = nn.Linear(patch_dim, model_dim)
+        self.action_up = nn.Linear(latent_dim, model_dim)
+        self.decoder_pos = nn.Parameter(torch.randn(1, num_patches, model_dim) * 0.02)
+        self.decoder = nn.ModuleList(SpatialBlock(model_dim, heads) for _ in range(decoder_blocks))
+        self.decoder_norm = nn.LayerNorm(model_dim)
+        self.patch_out = nn.Linear(model_dim, patch_dim)
+
+    def check_videos(self, videos: torch.Tensor) -> None:
+        """Raise a one-line ValueError unless ``videos`` is ``(B, T >= 2, H, W, C)`` in [0, 1] at this size."""
+        shape = (self.image_size, self.image_size, self.channels)
+        if videos.ndim != 5 or tuple(videos.shape[2:]) != shape:
+            raise ValueError(f"videos must be (B, T, {shape[0]}, {shape[1]}, {shape[2]}), got {tuple(videos.shape)}")
+        if videos.shape[1] < 2:
+            raise ValueError(f"videos have T={videos.shape[1]} frames; a latent action needs T >= 2")
+        if videos.shape[1] > self.max_frames:
+            raise ValueError(f"videos have T={videos.shape[1]} frames; this model takes at most {self.max_frames}")
+        if not torch.is_floating_point(videos) or videos.min() < 0 or videos.max() > 1:
+            raise ValueError("videos must be float frames in [0, 1] (divide uint8 frames by 255)")
+
+    def encode(self, videos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mu, logvar)`` of shape ``(B, T-1, latent_dim)``: z_t is the action from frame t-1 to t."""
+        self.check_videos(videos)
+        b, t = videos.shape[:2]
+        tokens = self.patch_in(patchify(videos, self.patch))
+        prompt = self.action_prompt.expand(b, t, 1, -1)
+        x = torch.cat([prompt, tokens], dim=2) + self.spatial_pos + self.temporal_pos[:, :t]
+        for block in self.encoder:
+            x = block(x)
+        stats = self.to_latent(self.encoder_norm(x[:, 1:, 0]))
+        mu, logvar = stats.chunk(2, dim=-1)
+        return mu, logvar.clamp(-10.0, 10.0)
+
+    def decode(self, previous: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """Frames ``(B, K, H, W, C)`` predicted from the previous frames and latent actions ``z`` ``(B, K, d)``."""
+        b, k = previous.shape[:2]
+        x = self.patch_up(patchify(previous, self.patch)) + self.action_up(z).unsqueeze(2) + self.decoder_pos
+        x = x.reshape(b * k, *x.shape[2:])
+        for block in self.decoder:
+            x = block(x)
+        patches = torch.sigmoid(self.patch_out(self.decoder_norm(x))).reshape(b, k, -1, self.patch_out.out_features)
+        return unpatchify(patches, self.patch, self.image_size, self.image_size, self.channels)
+
+    def forward(self, videos: torch.Tensor, sample: bool = True) -> dict[str, torch.Tensor]:
+        """Encode, sample ``z`` (``mu`` when ``sample`` is False) and reconstruct frames 1..T-1."""
+        mu, logvar = self.encode(videos)
+        z = mu + torch.randn_like(mu) * (0.5 * logvar).exp() if sample else mu
+        recon = self.decode(videos[:, :-1], z)
+        return {"mu": mu, "logvar": logvar, "z": z, "recon": recon}
+
+
+class TrajectoryHead(nn.Module):
+    """g: LayerNorm(latent) -> Linear -> SiLU -> Linear -> SiLU -> Linear(latent -> teacher_dim), Xavier init."""
+
+    def __init__(self, latent_dim: int = 32, teacher_dim: int = 1280) -> None:
+        super().__init__()
+        self.teacher_dim = teacher_dim
+        self.net = nn.Sequential(
+            nn.LayerNorm(latent_dim),
+            nn.Linear(latent_dim, latent_dim),
+            nn.SiLU(),
+            nn.Linear(latent_dim, latent_dim),
+            nn.SiLU(),
+            nn.Linear(latent_dim, teacher_dim),
+        )
+        for layer in self.net:
+            if isinstance(layer, nn.Linear):
+                nn.init.xavier_uniform_(layer.weight)
+                nn.init.zeros_(layer.bias)
+
+    def forward(self, z_mean: torch.Tensor) -> torch.Tensor:
+        return self.net(z_mean)
+
+
+def lam_losses(
+    lam: LatentActionModel,
+    head: TrajectoryHead,
+    videos: torch.Tensor,
+    tau: torch.Tensor | None,
+    beta: float,
+    align_weight: float,
+) -> dict[str, torch.Tensor]:
+    """MSE + beta * KL + lambda * align for one batch; ``tau`` may be None only when ``align_weight == 0``."""
+    out = lam(videos, sample=True)
+    mse = (videos[:, 1:] - out["recon"]).pow(2).mean()
+    kl = kl_divergence(out["mu"], out["logvar"])
+    loss = mse + beta * kl
+    losses = {"mse": mse, "kl": kl}
+    if align_weight:
+        if tau is None:
+            raise ValueError("align_weight > 0 needs tau")
+        if tau.shape != (videos.shape[0], head.teacher_dim):
+            raise ValueError(f"tau has shape {tuple(tau.shape)}; the trajectory head expects (B, {head.teacher_dim})")
+        align = align_loss(head(out["z"].mean(dim=1)), tau)
+        loss = loss + align_weight * align
+        losses["align"] = align
+    losses["loss"] = loss
+    return losses
