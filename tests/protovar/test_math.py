@@ -1,0 +1,164 @@
+"""ProtoVAR's pieces against hand-computed or brute-force values (random weights; no checkpoint needed)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from zoo._errors import ZooError
+from zoo.protovar.distill import check_ipc, greedy_k_center, herding, k_center_cost, select
+from zoo.protovar.tokenizer import MultiScaleVQVAE, to_model_range, to_pixels
+from zoo.protovar.var import VARTransformer, block_causal_mask, check_guidance, sample
+
+
+@pytest.fixture(scope="module")
+def pair():
+    torch.manual_seed(0)
+    tokenizer = MultiScaleVQVAE().eval()
+    var = VARTransformer(dim=32, depth=2, heads=2).eval()
+    for p in var.parameters():  # AdaLN gates start at zero; random gates make every block matter
+        torch.nn.init.normal_(p, std=0.2)
+    return tokenizer, var
+
+
+def test_block_causal_mask_by_hand():
+    mask = block_causal_mask((1, 2))
+    expected = torch.tensor(
+        [[1, 0, 0, 0, 0]] + [[1, 1, 1, 1, 1]] * 4,
+        dtype=torch.bool,
+    )
+    assert torch.equal(mask, expected)
+
+
+def test_scale1_logits_ignore_scale8_inputs(pair):
+    tokenizer, var = pair
+    inputs = torch.randn(3, 84, 32)
+    classes = torch.tensor([0, 4, 10])
+    with torch.no_grad():
+        before = var(classes, inputs)
+        perturbed = inputs.clone()
+        perturbed[:, 20:] += torch.randn(3, 64, 32) * 5  # the 64 scale-8 tokens (inputs 20..83)
+        after = var(classes, perturbed)
+    assert torch.equal(before[:, :21], after[:, :21])  # scales 1, 2, 4 (21 tokens) see nothing of scale 8
+    assert not torch.allclose(before[:, 21:], after[:, 21:])  # scale 8 does
+
+
+def test_beta_gamma_zero_is_unguided_sampling(pair):
+    tokenizer, var = pair
+    classes = torch.arange(6)
+    maps = [torch.randn(6, k, k, 32) for k in (1, 2, 4)]
+    plain = sample(var, tokenizer, classes, torch.Generator().manual_seed(3))
+    zero = sample(
+        var, tokenizer, classes, torch.Generator().manual_seed(3), prototypes=maps, beta=(0, 0, 0), gamma=(0, 0, 0)
+    )
+    guided = sample(var, tokenizer, classes, torch.Generator().manual_seed(3), prototypes=maps, beta=(50, 50, 50))
+    assert torch.equal(plain[0], zero[0]) and all(torch.equal(a, b) for a, b in zip(plain[1], zero[1], strict=True))
+    assert not torch.equal(plain[1][1], guided[1][1])
+
+
+def test_large_beta_forces_the_prototype_code(pair):
+    tokenizer, var = pair
+    proto = torch.randn(2, 1, 1, 32)
+    f_hat, codes = sample(var, tokenizer, torch.tensor([1, 2]), torch.Generator().manual_seed(0), prototypes=[proto],
+                          beta=(1e4,))  # fmt: skip
+    assert torch.equal(codes[0].flatten(), tokenizer.lookup(proto).flatten())  # residual of an empty map = P
+
+
+def test_kv_cache_gives_the_same_samples(pair):
+    tokenizer, var = pair
+    classes = torch.arange(10)
+    cached = sample(var, tokenizer, classes, torch.Generator().manual_seed(1), use_cache=True)
+    full = sample(var, tokenizer, classes, torch.Generator().manual_seed(1), use_cache=False)
+    assert all(torch.equal(a, b) for a, b in zip(cached[1], full[1], strict=True))
+
+
+def test_residual_quantisation_sums_its_scales(pair):
+    tokenizer, _ = pair
+    x = to_model_range(torch.randint(0, 256, (4, 28, 28), dtype=torch.uint8))
+    with torch.no_grad():
+        codes, f_hat = tokenizer.quantize(tokenizer.encoder(x))
+        assert [c.shape[1:] for c in codes] == [(1, 1), (2, 2), (4, 4), (8, 8)]
+        assert torch.allclose(tokenizer.codes_to_fhat(codes), f_hat, atol=1e-6)
+        assert tokenizer.var_inputs(codes).shape == (4, 84, 32)
+
+
+def test_pixels_round_trip_and_padding():
+    images = torch.tensor([[[0] * 28] * 28, [[255] * 28] * 28], dtype=torch.uint8)
+    x = to_model_range(images)
+    assert x.shape == (2, 1, 32, 32) and x[0].max() == -1 and x[1, 0, 2:30, 2:30].min() == 1 and x[1, 0, 0, 0] == -1
+    assert torch.equal(to_pixels(x), images)
+
+
+def _farthest_point_loops(points, k, first):
+    chosen = [first]
+    while len(chosen) < k:
+        best, best_distance = None, -1.0
+        for i in range(len(points)):
+            nearest = min(float(np.sqrt(((points[i] - points[j]) ** 2).sum())) for j in chosen)
+            if nearest > best_distance:
+                best, best_distance = i, nearest
+        chosen.append(best)
+    return chosen
+
+
+def test_greedy_k_center_equals_brute_force_on_12_points():
+    rng = np.random.default_rng(0)
+    centres = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
+    points = np.concatenate([c + rng.normal(scale=0.5, size=(4, 2)) for c in centres])  # 12 points, 3 clusters
+    greedy = greedy_k_center(points, 3, first=0)
+    assert greedy == _farthest_point_loops(points, 3, 0)  # the farthest-point rule, written out
+    optimum = min(k_center_cost(points, s) for s in itertools.combinations(range(12), 3))
+    assert k_center_cost(points, greedy) == pytest.approx(optimum, rel=0.6)  # one point per cluster
+    assert sorted(i // 4 for i in greedy) == [0, 1, 2]
+    random_points = rng.normal(size=(12, 3))
+    for k in (2, 4, 5):
+        optimum = min(k_center_cost(random_points, s) for s in itertools.combinations(range(12), k))
+        assert k_center_cost(random_points, greedy_k_center(random_points, k, 0)) <= 2 * optimum + 1e-12
+
+
+def test_selector_floor_then_k_center_by_hand():
+    confidence = np.array([0.9, 0.3, 0.85, 0.95, 0.81])
+    features = np.array([[0.0], [100.0], [1.0], [5.0], [-3.0]])
+    # passing: 3 (0.95), 0, 2, 4; start at 3 (x=5); farthest passing is 4 (x=-3), then 0 or 2: 2 (x=1, 2 away)
+    assert select(confidence, features, 3, floor=0.8) == [3, 4, 2]
+    assert select(confidence, features, 2, floor=0.99) == [3, 0]  # too few pass: the most confident
+
+
+def test_herding_picks_the_real_point_nearest_each_centre():
+    points = np.array([[0.0, 0.0], [0.1, 0.0], [0.05, 0.02], [9.0, 9.0], [9.1, 9.0], [9.05, 8.98]], dtype=np.float32)
+    assert sorted(herding(points, 2, seed=0)) == [2, 5]
+
+
+def test_bad_inputs_raise_one_clear_line(pair):
+    from zoo.protovar.module import ProtoVARModule
+    from zoo.protovar.student import to_unit
+
+    tokenizer, var = pair
+    for call, word in (
+        (lambda: check_ipc(0, 5), "ipc=0"),
+        (lambda: check_ipc(6, 5), "pool size 5"),
+        (lambda: select(np.ones(3), np.zeros((3, 1)), 4, 0.5), "ipc=4"),
+        (lambda: check_guidance("beta", (1.0, 2.0), (1, 2, 4)), "beta has 2 values"),
+        (
+            lambda: sample(
+                var,
+                tokenizer,
+                torch.tensor([0]),
+                torch.Generator(),
+                prototypes=[torch.zeros(1, 1, 1, 32)],
+                beta=(1.0, 2.0),
+            ),
+            "one value per injected scale",
+        ),  # fmt: skip
+        (lambda: to_model_range(torch.zeros(2, 32, 32)), "28x28"),
+        (lambda: to_unit(np.zeros((2, 27, 28), np.uint8)), "28x28"),
+        (lambda: ProtoVARModule("var", ipcs=(1,)).generate([3, 10]), "class id 10"),
+        (lambda: ProtoVARModule("var", ipcs=(1,)).generate([3], ipc=10), "ipc=10"),
+        (lambda: ProtoVARModule("oops"), "stage"),
+    ):
+        with pytest.raises(ZooError) as error:
+            call()
+        assert word in str(error.value) and "\n" not in str(error.value)

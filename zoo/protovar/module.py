@@ -1,0 +1,320 @@
+"""LightningModules of ProtoVAR: ``ProtoVARModule`` (stage ``tokenizer`` or ``var``) and ``TeacherModule``.
+
+``ProtoVARModule(stage="tokenizer")`` trains the multi-scale VQ-VAE. ``ProtoVARModule(stage="var")`` loads a
+trained tokenizer (``tokenizer_from``: an exported folder or a registry name), keeps it frozen, trains the VAR
+transformer on its codes and, when the fit ends, computes the multi-scale class prototypes for every IPC of
+``ipcs`` (k-means on the training pool's cumulative maps) into buffers, so the published VAR samples guided
+images with no data at hand. ``TeacherModule`` is the real-data CNN that gives the selector its confidences and
+features and the students their soft labels. The plain-torch pieces are :mod:`zoo.protovar.tokenizer`,
+:mod:`zoo.protovar.var`, :mod:`zoo.protovar.distill` and :mod:`zoo.protovar.student`; the paper and every
+reconstruction choice are in :mod:`zoo.protovar`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from zoo._errors import ZooError
+from zoo._inference import ImageClassifierMixin, PretrainedMixin
+from zoo.protovar import TEACHER_INPUT, TOKENIZER_INPUT, VAR_INPUT
+from zoo.protovar.distill import check_class, class_prototypes, prototype_maps
+from zoo.protovar.student import ConvNet
+from zoo.protovar.tokenizer import MultiScaleVQVAE, to_model_range, to_pixels
+from zoo.protovar.var import VARTransformer, sample
+
+STAGES = ("tokenizer", "var")
+
+
+def _cosine_with_warmup(optimizer, warmup: int, total: int):
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / max(1, total - warmup))))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+class ProtoVARModule(PretrainedMixin, pl.LightningModule):
+    """The tokenizer (stage ``tokenizer``) or the VAR with its frozen tokenizer and prototypes (stage ``var``).
+
+    Args:
+        stage: ``tokenizer`` or ``var``.
+        codebook_size: V.
+        code_dim: D.
+        hidden: Tokenizer width.
+        dim: VAR width d.
+        depth: VAR blocks.
+        heads: VAR attention heads.
+        lr: Peak learning rate (Adam for the tokenizer, AdamW for the VAR), cosine decay after a linear warm-up.
+        weight_decay: AdamW weight decay (VAR).
+        warmup_steps: Linear warm-up steps.
+        commit_weight: beta_commit of the tokenizer.
+        class_dropout: Probability of the null class in VAR training (for CFG).
+        tokenizer_from: Stage ``var``: exported tokenizer folder or registry name whose weights are loaded at fit.
+        ipcs: Stage ``var``: the IPC values whose prototypes are computed at the end of the fit.
+        injected: Number of the coarsest scales that get prototypes (3: scales 1, 2, 4).
+        proto_per_class: Images per class for the prototypes' k-means (None: all of the training subset).
+        beta: Default logit bias per injected scale.
+        gamma: Default embedding-mixing weight per injected scale.
+        top_k: Default top-k of sampling.
+        temperature: Default sampling temperature.
+        cfg: Default classifier-free guidance weight.
+        seed: Initialisation seed.
+    """
+
+    def __init__(
+        self,
+        stage: str = "var",
+        codebook_size: int = 256,
+        code_dim: int = 32,
+        hidden: int = 32,
+        dim: int = 128,
+        depth: int = 4,
+        heads: int = 4,
+        lr: float = 1e-3,
+        weight_decay: float = 0.05,
+        warmup_steps: int = 30,
+        commit_weight: float = 0.25,
+        class_dropout: float = 0.1,
+        tokenizer_from: str | None = None,
+        ipcs: Sequence[int] = (1, 10),
+        injected: int = 3,
+        proto_per_class: int | None = None,
+        beta: Sequence[float] = (5.0, 3.0, 1.5),
+        gamma: Sequence[float] = (0.0, 0.0, 0.0),
+        top_k: int = 32,
+        temperature: float = 1.0,
+        cfg: float = 1.5,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        if stage not in STAGES:
+            raise ZooError(f"stage must be one of {', '.join(STAGES)}, not {stage!r}")
+        self.save_hyperparameters()
+        torch.manual_seed(seed)
+        self.tokenizer = MultiScaleVQVAE(codebook_size, code_dim, hidden)
+        self.DEFAULT_PRETRAINED_CFG = TOKENIZER_INPUT if stage == "tokenizer" else VAR_INPUT
+        if stage == "tokenizer":
+            self.var = None
+            self.example_input_array = torch.zeros(2, 1, 32, 32)
+            return
+        if len(beta) != injected or len(gamma) != injected:
+            raise ZooError(f"beta and gamma need one value per injected scale ({injected}), got {beta} and {gamma}")
+        self.tokenizer.requires_grad_(False)
+        self.var = VARTransformer(10, codebook_size, code_dim, dim, depth, heads, self.tokenizer.scales)
+        for ipc in ipcs:
+            for s in range(injected):
+                k = self.tokenizer.scales[s]
+                self.register_buffer(f"proto_ipc{ipc}_s{s}", torch.zeros(10, ipc, k, k, code_dim))
+        self.example_input_array = (torch.tensor([0, 10]), torch.zeros(2, self.var.num_tokens - 1, code_dim))
+
+    # ----------------------------------------------------------------------------------------------- forward
+
+    def forward(self, *args):
+        if self.hparams.stage == "tokenizer":
+            return self.tokenizer(args[0])[0]
+        return self.var(*args)
+
+    def prototypes(self, ipc: int) -> list[torch.Tensor]:
+        """The prototype maps for ``ipc``: per injected scale [10, ipc, k, k, D]."""
+        if self.hparams.stage != "var" or ipc not in self.hparams.ipcs:
+            raise ZooError(f"no prototypes for ipc={ipc}; this VAR has them for ipc in {list(self.hparams.ipcs)}")
+        return [getattr(self, f"proto_ipc{ipc}_s{s}") for s in range(self.hparams.injected)]
+
+    @torch.no_grad()
+    def reconstruct(self, images) -> torch.Tensor:
+        """uint8 [N, 28, 28] -> the tokenizer's reconstruction, uint8 [N, 28, 28]."""
+        x = to_model_range(images)
+        return to_pixels(self.tokenizer.decode(self.tokenizer.encode(x)))
+
+    @torch.no_grad()
+    def generate(
+        self,
+        class_ids,
+        seed: int = 0,
+        ipc: int | None = None,
+        index=None,
+        beta: Sequence[float] | None = None,
+        gamma: Sequence[float] | None = None,
+        top_k: int | None = None,
+        temperature: float | None = None,
+        cfg: float | None = None,
+        use_cache: bool = True,
+    ) -> torch.Tensor:
+        """Sample images, uint8 [N, 28, 28]; prototype-guided when ``ipc`` is given (else unguided).
+
+        Args:
+            class_ids: [N] classes 0..9.
+            seed: Seed of the sampling generator.
+            ipc: Use the prototypes computed for this IPC (sample i follows prototype index[i] mod ipc).
+            index: [N] prototype index per sample (default 0..N-1 within each class, in order).
+            beta: Logit bias per injected scale (default: the module's).
+            gamma: Embedding mixing per injected scale (default: the module's).
+            top_k: Top-k (default: the module's).
+            temperature: Temperature (default: the module's).
+            cfg: CFG weight (default: the module's).
+            use_cache: Per-scale KV cache.
+        """
+        if self.var is None:
+            raise ZooError("generate() needs stage 'var' (this is the tokenizer)")
+        hp = self.hparams
+        class_ids = torch.as_tensor(np.asarray(class_ids), dtype=torch.long).reshape(-1)
+        for c in class_ids.unique().tolist():
+            check_class(c, self.var.num_classes)
+        maps = None
+        if ipc is not None:
+            if index is None:
+                index = torch.zeros_like(class_ids)
+                for c in class_ids.unique():
+                    where = class_ids == c
+                    index[where] = torch.arange(int(where.sum()))
+            maps = prototype_maps(self.prototypes(ipc), class_ids, torch.as_tensor(index))
+        f_hat, _ = sample(
+            self.var,
+            self.tokenizer,
+            class_ids,
+            torch.Generator().manual_seed(seed),
+            top_k=hp.top_k if top_k is None else top_k,
+            temperature=hp.temperature if temperature is None else temperature,
+            cfg=hp.cfg if cfg is None else cfg,
+            prototypes=maps,
+            beta=(hp.beta if beta is None else beta) if maps is not None else None,
+            gamma=(hp.gamma if gamma is None else gamma) if maps is not None else None,
+            use_cache=use_cache,
+        )
+        return to_pixels(self.tokenizer.decode_fhat(f_hat))
+
+    def predict_step(self, batch, batch_idx: int = 0):
+        """A batch of class ids -> generated uint8 images (unguided; use ``generate`` for guidance)."""
+        class_ids = batch[0] if isinstance(batch, tuple | list) else batch
+        return self.generate(class_ids, seed=batch_idx)
+
+    # ---------------------------------------------------------------------------------------------- training
+
+    def setup(self, stage: str) -> None:
+        if stage != "fit" or self.hparams.stage != "var" or not self.hparams.tokenizer_from:
+            return
+        import zoo
+
+        source = self.hparams.tokenizer_from
+        loaded = zoo.load_folder(source) if "/" in source else zoo.load(source, pretrained=True)
+        if loaded.hparams.stage != "tokenizer":
+            raise ZooError(f"tokenizer_from={source!r} is not a tokenizer (stage {loaded.hparams.stage!r})")
+        self.tokenizer.load_state_dict(loaded.tokenizer.state_dict())
+
+    def _tokenizer_loss(self, images):
+        x = to_model_range(images)
+        reconstruction, (commit, phi_loss), codes = self.tokenizer(x, update=self.training)
+        l1, mse = F.l1_loss(reconstruction, x), F.mse_loss(reconstruction, x)
+        return l1 + mse + self.hparams.commit_weight * commit + phi_loss, mse, codes
+
+    def _var_logits(self, images, labels, dropout: float):
+        with torch.no_grad():
+            codes = self.tokenizer.encode(to_model_range(images))
+            inputs = self.tokenizer.var_inputs(codes)
+        targets = torch.cat([c.flatten(1) for c in codes], 1)
+        if dropout > 0:
+            labels = torch.where(torch.rand(labels.shape, device=labels.device) < dropout, 10, labels)
+        return self.var(labels, inputs), targets
+
+    def training_step(self, batch, batch_idx: int) -> torch.Tensor:
+        images, labels = batch
+        if self.hparams.stage == "tokenizer":
+            loss, mse, _ = self._tokenizer_loss(images)
+            self.log_dict({"train_loss": loss, "train_mse": mse / 4}, prog_bar=True)  # /4: [0, 1] units
+            return loss
+        logits, targets = self._var_logits(images, labels, self.hparams.class_dropout)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+        self.log("train_loss", loss, prog_bar=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx: int) -> None:
+        images, labels = batch
+        if self.hparams.stage == "tokenizer":
+            x = to_model_range(images)
+            reconstruction = self.tokenizer.decode(self.tokenizer.encode(x))
+            mse = (((reconstruction - x) / 2)[..., 2:30, 2:30] ** 2).mean()
+            self.log("val_mse", mse, prog_bar=True)
+            return
+        logits, targets = self._var_logits(images, labels, 0.0)
+        last = self.tokenizer.scales[-1] ** 2
+        accuracy = (logits[:, -last:].argmax(-1) == targets[:, -last:]).float().mean()
+        self.log_dict({"val_acc_scale8": accuracy, "val_loss": F.cross_entropy(logits.transpose(1, 2), targets)})
+
+    def on_fit_end(self) -> None:
+        if self.hparams.stage != "var":
+            return
+        datamodule = self.trainer.datamodule
+        images, labels = datamodule.train_images, datamodule.train_labels
+        self.compute_prototypes(images, labels)
+
+    @torch.no_grad()
+    def compute_prototypes(self, images, labels) -> None:
+        """k-means prototypes of every IPC in ``ipcs`` on ``images`` (the training subset) into the buffers."""
+        hp = self.hparams
+        for ipc in hp.ipcs:
+            maps = class_prototypes(self.tokenizer, images, labels, ipc, hp.injected, hp.seed, hp.proto_per_class)
+            for s, tensor in enumerate(maps):
+                getattr(self, f"proto_ipc{ipc}_s{s}").copy_(tensor)
+
+    def configure_optimizers(self):
+        hp = self.hparams
+        params = [p for p in self.parameters() if p.requires_grad]
+        if hp.stage == "tokenizer":
+            optimizer = torch.optim.Adam(params, lr=hp.lr)
+        else:
+            optimizer = torch.optim.AdamW(params, lr=hp.lr, weight_decay=hp.weight_decay, betas=(0.9, 0.95))
+        total = int(self.trainer.estimated_stepping_batches)
+        return {
+            "optimizer": optimizer,
+            "lr_scheduler": {"scheduler": _cosine_with_warmup(optimizer, hp.warmup_steps, total), "interval": "step"},
+        }
+
+
+class TeacherModule(ImageClassifierMixin, pl.LightningModule):
+    """The real-data teacher CNN (Conv 32-64-128 with batch norm, GAP, FC); ``predict(raw)`` gives class ids.
+
+    Args:
+        widths: Channels of the three conv blocks.
+        lr: Adam learning rate (one-cycle).
+        seed: Initialisation seed.
+    """
+
+    HEAD = "net.fc"
+    DEFAULT_PRETRAINED_CFG = TEACHER_INPUT
+
+    def __init__(self, widths: Sequence[int] = (32, 64, 128), lr: float = 3e-3, seed: int = 0) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        torch.manual_seed(seed)
+        self.net = ConvNet(tuple(widths), norm="batch")
+        self.example_input_array = torch.zeros(2, 1, 28, 28)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.net(images)
+
+    def training_step(self, batch, batch_idx: int) -> torch.Tensor:
+        images, labels = batch
+        loss = F.cross_entropy(self(images), labels)
+        self.log("train_loss", loss, prog_bar=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx: int) -> None:
+        images, labels = batch
+        self.log("val_acc", (self(images).argmax(-1) == labels).float().mean(), prog_bar=True)
+
+    def test_step(self, batch, batch_idx: int) -> None:
+        images, labels = batch
+        self.log("test_acc", (self(images).argmax(-1) == labels).float().mean())
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+        total = int(self.trainer.estimated_stepping_batches)
+        scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, self.hparams.lr, total_steps=max(total, 2))
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
