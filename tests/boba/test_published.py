@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("rdkit")
 
 import zoo  # noqa: E402
-from zoo._errors import MissingExtraError, ZooError  # noqa: E402
+from zoo._errors import ZooError  # noqa: E402
 
 NAME = "boba.amide_cap14"
 
@@ -57,17 +57,6 @@ def test_bad_campaign_arguments_are_refused():
         BOBAModule(strategy="molpal")
     with pytest.raises(ZooError, match="arm_fraction must be in"):
         BOBAModule(arm_fraction=1.5)
-
-
-def test_docking_demo_without_its_extra_names_the_pip_command(monkeypatch):
-    import importlib.util
-
-    from zoo.boba import docking
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("vina", "meeko") else real(name))
-    with pytest.raises(MissingExtraError, match=r"pip install 'icml26-zoo\[chem\]' vina==1.2.7 meeko==0.8.0"):
-        docking.require_docking()
 
 
 def test_recipe_holds_the_tuned_boba_values():
