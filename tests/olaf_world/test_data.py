@@ -97,3 +97,21 @@ def test_prototype_gap_hand_values():
 def test_halves_split_each_context_by_world_seed():
     world = np.array([30, 31, 32, 33, 80, 81, 82, 83])
     assert halves(world).tolist() == [0, 0, 1, 1, 0, 0, 1, 1]
+
+
+def test_terrain_split_starts_context_b_in_a_cave_away_from_lava():
+    import crafter
+
+    from zoo.olaf_world.clips import start_material, start_tile
+
+    assert start_material(7, "world") is None
+    assert start_material(7, "terrain") == "grass" and start_material(57, "terrain") == "path"
+    with pytest.raises(ValueError, match="split="):
+        start_material(7, "biome")
+    env = crafter.Env(size=(64, 64), seed=57)
+    env.reset()
+    tile = start_tile(env, "path", np.random.default_rng(0))
+    world = env._world
+    assert world[tuple(tile)] == ("path", None)
+    lava = np.argwhere(world._mat_map == world._mat_ids["lava"])
+    assert not len(lava) or np.abs(lava - tile).max(axis=1).min() > 4

@@ -42,3 +42,82 @@ PAPER = PaperRef(
     authors=("Yuxin Jiang", "Yuchao Gu", "Ivor W. Tsang", "Mike Zheng Shou"),
     code="https://github.com/showlab/Olaf-World",
 )
+
+# From `zoo pin` (hub_cards/<name>/); an entry registers only once its files are pinned.
+_SHA256: dict[str, dict[str, str]] = {}
+_NUM_PARAMS = 0
+
+_SMOKE = (
+    "--data.init_args.steps_per_seed=6",
+    "--data.init_args.train_seeds_per_context=1",
+    "--data.init_args.eval_seeds_per_context=2",
+    "--data.init_args.batch_size=2",
+    "--model.init_args.model_dim=32",
+    "--model.init_args.encoder_blocks=1",
+    "--model.init_args.decoder_blocks=1",
+)
+
+_NOTES = (
+    "V-JEPA 2, MiraData and the video world models are replaced by EfficientNet-Lite0 (ImageNet) features of "
+    "Crafter frames: none of them can be obtained offline or run on 2 CPU cores; the world-model stage is out of "
+    "scope. LAM at the spec's small size but patch 16 (the spec: 8) for the CPU budget. See zoo/olaf_world/"
+    "__init__.py for every reconstruction choice."
+)
+
+_INPUT = {
+    "input_format": "videos [B, T, 64, 64, 3] float in [0, 1] (Crafter frames / 255), T >= 2; "
+    "model(videos) returns mu_z [B, T-1, 32], model.reconstruct(videos) the predicted frames 1..T-1",
+    "input_size": (4, 64, 64, 3),
+    "value_range": (0.0, 1.0),
+    "label_names": ("noop", "move_left", "move_right", "move_up", "move_down", "do"),
+}
+
+
+def _register(sha256: dict[str, dict[str, str]], num_params: int) -> None:
+    """Register the published entries whose files are pinned in ``sha256``."""
+    from zoo._registry import PretrainedCfg, register_model
+
+    variants = {
+        "olaf_world.align": (
+            "lam_align",
+            0.02,
+            "SeqDelta-REPA latent action model (beta-VAE LAM aligned to EfficientNet-Lite0 feature differences), "
+            "Crafter",
+            "lambda = 0.02, beta = 2e-4 (the authors' config). ",
+        ),
+        "olaf_world.vae": (
+            "lam_vae",
+            0.0,
+            "Plain beta-VAE latent action model (lambda = 0), the paper's baseline, Crafter",
+            "The paper's baseline: the same LAM, data and budget with lambda = 0. ",
+        ),
+    }
+    for name, (arm, align_weight, description, note) in variants.items():
+        if name not in sha256:
+            continue
+        register_model(
+            name,
+            module="zoo.olaf_world.module:OlafLAMModule",
+            default=name == "olaf_world.align",
+            description=description,
+            model_args={"align_weight": align_weight},
+            requires=("crafter", "sklearn", "efficientnet_lite_pytorch"),
+            extra="games,vision",
+            arm=arm,
+            smoke=_SMOKE,
+            pretrained_cfg=PretrainedCfg(
+                paper=PAPER,
+                sha256=sha256[name],
+                task="latent-action-model",
+                datasets=("crafter",),
+                headline="probe_acc_cross",
+                num_params=num_params,
+                license="mit",
+                notes=note + _NOTES,
+                **_INPUT,
+            ),
+        )
+
+
+if _SHA256:
+    _register(_SHA256, _NUM_PARAMS)

@@ -28,6 +28,7 @@ import numpy as np
 ACTION_NAMES = ("noop", "move_left", "move_right", "move_up", "move_down", "do")
 NUM_ACTIONS = len(ACTION_NAMES)
 ENVIRONMENTS = ("crafter",)
+SPLITS = ("world", "terrain")
 CONTEXT_B_FIRST_SEED = 50
 TEACHERS = ("efficientnet_lite0", "random_efficientnet_lite0")
 TARGETS = ("delta", "static")
@@ -70,8 +71,34 @@ def behaviour_actions(steps: int, rng: np.random.Generator, p_move: float = 0.8,
     return out
 
 
-def play_crafter(world_seed: int, steps: int, policy_seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def start_tile(env, material: str, rng: np.random.Generator, clearance: int = 4) -> np.ndarray:
+    """A free tile of ``material`` at least ``clearance`` tiles from lava and from the map's edge."""
+    world = env._world
+    ids = world._mat_map
+    lava = np.argwhere(ids == world._mat_ids["lava"])
+    tiles = np.argwhere(ids == world._mat_ids[material])
+    inner = (tiles >= clearance).all(axis=1) & (tiles < np.array(world.area) - clearance).all(axis=1)
+    tiles = tiles[inner]
+    if len(lava):
+        far = np.abs(tiles[:, None, :] - lava[None, :, :]).max(axis=2).min(axis=1) > clearance
+        tiles = tiles[far]
+    tiles = [t for t in tiles if world[tuple(t)][1] is None]
+    if not tiles:
+        raise RuntimeError(f"world has no free {material} tile away from lava")
+    return np.array(tiles[int(rng.integers(len(tiles)))])
+
+
+def play_crafter(
+    world_seed: int, steps: int, policy_seed: int = 0, start: str | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """One episode of the behaviour policy in Crafter world ``world_seed``.
+
+    Args:
+        world_seed: Crafter's world seed.
+        steps: Policy steps.
+        policy_seed: Seed of the behaviour policy (combined with the world seed).
+        start: ``None`` (Crafter's spawn, on grass) or a material (``"grass"``, ``"path"`` = caves) the
+            player is moved onto after the reset (a random free tile away from lava).
 
     Returns:
         frames ``(steps + 1, 64, 64, 3)`` uint8 and actions ``(steps,)`` int64 (action ``t`` leads from frame
@@ -86,13 +113,32 @@ def play_crafter(world_seed: int, steps: int, policy_seed: int = 0) -> tuple[np.
     rng = np.random.default_rng([policy_seed, world_seed])
     actions = behaviour_actions(steps, rng)
     env = crafter.Env(size=(64, 64), seed=int(world_seed))
-    frames = [env.reset()]
+
+    tile_rng = np.random.default_rng([policy_seed, world_seed, 1])
+
+    def reset() -> np.ndarray:
+        obs = env.reset()  # Crafter draws each reset's world from (seed, episode count): a new world each time
+        if start is None:
+            return obs
+        env._world.move(env._player, start_tile(env, start, tile_rng))
+        return env.render()
+
+    frames = [reset()]
     for action in actions:
         obs, _, done, _ = env.step(int(action))
         frames.append(obs)
-        if done:  # rare in 100-odd steps; the next frame is a fresh start of the same world
-            frames[-1] = env.reset()
+        if done:  # rare in 100-odd steps; the next frame is the start of the episode's next world
+            frames[-1] = reset()
     return np.stack(frames).astype(np.uint8), actions
+
+
+def start_material(world_seed: int, split: str) -> str | None:
+    """Where an episode starts: Crafter's spawn (``"world"`` split) or grass (A) / a cave path (B) (``"terrain"``)."""
+    if split not in SPLITS:
+        raise ValueError(f"split={split!r}: choose one of {', '.join(SPLITS)}")
+    if split == "world":
+        return None
+    return "grass" if world_seed < CONTEXT_B_FIRST_SEED else "path"
 
 
 def windows(num_frames: int, length: int, stride: int) -> np.ndarray:
@@ -100,7 +146,9 @@ def windows(num_frames: int, length: int, stride: int) -> np.ndarray:
     return np.arange(0, num_frames - length + 1, stride)
 
 
-def collect(world_seeds, steps: int, length: int, stride: int, policy_seed: int = 0) -> dict[str, np.ndarray]:
+def collect(
+    world_seeds, steps: int, length: int, stride: int, policy_seed: int = 0, split: str = "world"
+) -> dict[str, np.ndarray]:
     """Clips of ``length`` frames from one episode per world seed.
 
     Returns:
@@ -111,7 +159,7 @@ def collect(world_seeds, steps: int, length: int, stride: int, policy_seed: int 
     if length < 2:
         raise ValueError(f"T={length}: a clip needs at least 2 frames (one action)")
     seeds = [int(s) for s in world_seeds]
-    episodes = [play_crafter(s, steps, policy_seed) for s in seeds]
+    episodes = [play_crafter(s, steps, policy_seed, start_material(s, split)) for s in seeds]
     starts = windows(steps + 1, length, stride)
     offsets = starts[:, None] + np.arange(length)[None, :]
     videos, actions, frame_index, world = [], [], [], []
@@ -171,16 +219,28 @@ def _key(*parts) -> str:
 
 
 def cached_clips(
-    env: str, world_seeds, steps: int, length: int, stride: int, policy_seed: int = 0, use_cache: bool = True
+    env: str,
+    world_seeds,
+    steps: int,
+    length: int,
+    stride: int,
+    policy_seed: int = 0,
+    use_cache: bool = True,
+    split: str = "world",
 ) -> dict[str, np.ndarray]:
     """:func:`collect`, cached as ``.npz`` under :func:`cache_dir` (keyed by every argument)."""
     check_env(env)
     seeds = tuple(int(s) for s in world_seeds)
-    path = cache_dir() / f"clips-{env}-{_key(seeds, steps, length, stride, policy_seed)}.npz"
+    key = (
+        _key(seeds, steps, length, stride, policy_seed)
+        if split == "world"
+        else _key(seeds, steps, length, stride, policy_seed, split)
+    )
+    path = cache_dir() / f"clips-{env}-{key}.npz"
     if use_cache and path.is_file():
         with np.load(path) as data:
             return {k: data[k] for k in data.files}
-    clips = collect(seeds, steps, length, stride, policy_seed)
+    clips = collect(seeds, steps, length, stride, policy_seed, split)
     if use_cache:
         tmp = path.with_suffix(f".tmp{os.getpid()}.npz")
         np.savez(tmp, **clips)

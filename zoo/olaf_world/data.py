@@ -47,6 +47,8 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
 
     Args:
         env: ``"crafter"`` (the only environment wired in; see the package docstring).
+        split: What separates the contexts: ``"world"`` (world seeds 0-49 vs 50-99, every episode from Crafter's
+            spawn) or ``"terrain"`` (the same worlds, context A episodes start on grass, context B in a cave).
         clip_length: Frames per clip T (T - 1 latent actions).
         steps_per_seed: Policy steps of the one episode played in each world seed.
         train_seeds_per_context: Training world seeds per context (0..n-1 and 50..50+n-1), at most 30.
@@ -61,6 +63,7 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
     def __init__(
         self,
         env: str = "crafter",
+        split: str = "world",
         clip_length: int = 4,
         steps_per_seed: int = 128,
         train_seeds_per_context: int = 30,
@@ -73,6 +76,8 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
     ) -> None:
         super().__init__()
         clip_lib.check_env(env)
+        if split not in clip_lib.SPLITS:
+            raise ValueError(f"split={split!r}: choose one of {', '.join(clip_lib.SPLITS)}")
         if clip_length < 2:
             raise ValueError(f"clip_length={clip_length}: a clip needs T >= 2 frames")
         if steps_per_seed < clip_length:
@@ -98,7 +103,7 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
         else:
             raise ValueError(f"split={split!r}: choose train, val or test")
         return clip_lib.cached_clips(
-            hp.env, seeds, hp.steps_per_seed, hp.clip_length, stride, hp.policy_seed, hp.use_cache
+            hp.env, seeds, hp.steps_per_seed, hp.clip_length, stride, hp.policy_seed, hp.use_cache, hp.split
         )
 
     def tau(self, clips: dict[str, np.ndarray]) -> np.ndarray:

@@ -35,6 +35,7 @@ from zoo._figures import bar_panel
 from zoo.olaf_world.metrics import classify, probe_accuracies, prototype_gap, train_inverse_dynamics
 
 CACHE_ENV = "ZOO_OLAF_WORLD_EVAL_CACHE"
+SPLIT = "terrain"  # the recipes' data.init_args.split (the world split has no transfer gap: see the card)
 TUNING_FILE = Path(__file__).with_name("tuning.json")
 LEARNED = ("lam_align", "lam_vae", "lam_align_static", "lam_align_random_teacher")
 ABLATION_OVERRIDES = {
@@ -64,6 +65,12 @@ PROTOCOL = Protocol(
     ablations=tuple(ABLATION_OVERRIDES),
     references=("random_encoder",),
     settings={
+        "split": Setting(
+            SPLIT,
+            "what separates the contexts: world seeds, or grass vs cave starts (the harder split)",
+            choices=("world", "terrain"),
+            recipe_keys=("data.init_args.split",),
+        ),
         "test_seeds_per_context": Setting(10, "test worlds per context (30.. and 80..)", minimum=2),
         "idm_steps": Setting(600, "Adam steps of each inverse-dynamics classifier (transfer_acc)", minimum=1),
     },
@@ -73,23 +80,23 @@ PROTOCOL = Protocol(
 )
 
 
-@lru_cache(maxsize=2)
-def _datamodule(test_seeds_per_context: int):
+@lru_cache(maxsize=4)
+def _datamodule(test_seeds_per_context: int, split: str = SPLIT):
     from zoo.olaf_world.data import LatentActionVideoDataModule
 
-    return LatentActionVideoDataModule(eval_seeds_per_context=test_seeds_per_context)
+    return LatentActionVideoDataModule(split=split, eval_seeds_per_context=test_seeds_per_context)
 
 
 @lru_cache(maxsize=2)
-def test_clips(test_seeds_per_context: int = 10) -> dict[str, np.ndarray]:
+def test_clips(test_seeds_per_context: int = 10, split: str = SPLIT) -> dict[str, np.ndarray]:
     """The held-out test clips (non-overlapping, T = 4) of worlds 30.. and 80.."""
-    return _datamodule(test_seeds_per_context).clips("test")
+    return _datamodule(test_seeds_per_context, split).clips("test")
 
 
 @lru_cache(maxsize=4)
-def inverse_dynamics(context: int, steps: int = 600):
+def inverse_dynamics(context: int, steps: int = 600, split: str = SPLIT):
     """The inverse-dynamics CNN of one context, trained on its training worlds' true transitions (seed 0)."""
-    train = _datamodule(10).clips("train")
+    train = _datamodule(10, split).clips("train")
     chosen = train["context"] == context
     videos = train["videos"][chosen]
     return train_inverse_dynamics(videos[:, 0], videos[:, 1], train["actions"][chosen, 0], steps=steps, seed=0)
@@ -142,10 +149,12 @@ def transfer_accuracy(model, clips: dict[str, np.ndarray], mu: np.ndarray, idms:
     return out
 
 
-def score(model, test_seeds_per_context: int = 10, idm_steps: int = 600, seed: int = 0) -> dict[str, float]:
+def score(
+    model, test_seeds_per_context: int = 10, idm_steps: int = 600, seed: int = 0, split: str = SPLIT
+) -> dict[str, float]:
     """Every metric of one trained (or untrained) LAM on the test clips."""
     model = model.eval()
-    clips = test_clips(test_seeds_per_context)
+    clips = test_clips(test_seeds_per_context, split)
     mu, pixel_mse = encode(model, clips["videos"])
     steps = clips["actions"].shape[1]
     flat = mu.reshape(-1, mu.shape[-1])
@@ -155,7 +164,7 @@ def score(model, test_seeds_per_context: int = 10, idm_steps: int = 600, seed: i
     metrics = probe_accuracies(flat, actions, context, world_seed)
     metrics["proto_diag_minus_offdiag"] = prototype_gap(flat, actions, context)
     metrics["pixel_mse"] = pixel_mse
-    idms = {c: inverse_dynamics(c, idm_steps) for c in (0, 1)}
+    idms = {c: inverse_dynamics(c, idm_steps, split) for c in (0, 1)}
     transfer = transfer_accuracy(model, clips, mu, idms, seed)
     metrics["transfer_acc"] = transfer.pop("transfer_acc")
     metrics["_extras"] = transfer
@@ -185,7 +194,9 @@ def measure(arm: str, run: Run) -> dict[str, float]:
             stored = json.loads(path.read_text())
             run.extras[arm] = stored["extras"]
             return stored["metrics"]
-    metrics = score(_model(arm, run), settings["test_seeds_per_context"], settings["idm_steps"])
+    metrics = score(
+        _model(arm, run), settings["test_seeds_per_context"], settings["idm_steps"], split=settings["split"]
+    )
     extras = metrics.pop("_extras")
     run.extras[arm] = extras
     if path is not None:
@@ -247,14 +258,15 @@ def plot(result: dict, axes) -> None:
     bar_panel(axes[0], result, "probe_acc_cross")
 
 
-def score_pretrained(module, limit: int | None = None) -> dict[str, float]:
+def score_pretrained(module, limit: int | None = None, split: str = SPLIT) -> dict[str, float]:
     """The cross- and within-context probes of a loaded checkpoint on the test clips.
 
     Args:
         module: A loaded :class:`~zoo.olaf_world.module.OlafLAMModule`.
         limit: Test worlds per context (default 10, the card's; the probes need at least 2).
+        split: The contexts (the recipes').
     """
-    clips = test_clips(limit or 10)
+    clips = test_clips(limit or 10, split)
     mu, pixel_mse = encode(module.eval(), clips["videos"])
     steps = clips["actions"].shape[1]
     out = probe_accuracies(
