@@ -1,0 +1,128 @@
+"""The decoder loop's math on a tiny untrained GPT-2, a tiny BPE and a random index (no MiniLM, a few seconds)."""
+
+import hashlib
+
+import numpy as np
+import pytest
+import torch
+
+from zoo.prefetch_rag import corpus as C
+from zoo.prefetch_rag.clock import ClockConstants, SimClock
+from zoo.prefetch_rag.decoder import ARMS, Decoder, Hyper
+from zoo.prefetch_rag.heads import QueryGenerator, RetrievalPredictor
+from zoo.prefetch_rag.index import Retriever
+from zoo.prefetch_rag.lm import LMConfig, Tokens, build_lm
+
+pytest.importorskip("countryinfo")
+pytest.importorskip("faiss")
+
+
+def _vector(text: str) -> np.ndarray:
+    seed = int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+    v = np.random.default_rng(seed).standard_normal(384).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+@pytest.fixture(scope="module")
+def setup():
+    from zoo.common.text import train_bpe
+
+    docs = [text for _, _, text in C.fact_documents()[:200]]
+    lead_ins = [t for pools in C.LEAD_INS.values() for lead in pools.values() for t in lead]
+    tokens = Tokens(train_bpe(docs + lead_ins + [C.INTRO, C.SWITCH, C.QUESTION], vocab_size=1000))
+    torch.manual_seed(0)
+    config = LMConfig(vocab_size=1000, n_embd=32, n_layer=2, n_head=2, n_positions=512)
+    lm = build_lm(config).eval()
+    retriever = Retriever(docs, np.stack([_vector(d) for d in docs]))
+    predictor = RetrievalPredictor(32, 8, 2).eval()
+    head = QueryGenerator(32).eval()
+    questions = C.question_set("val", 2, 1, seed=3)
+    return tokens, lm, retriever, predictor, head, questions
+
+
+def _decoder(setup, **hyper):
+    tokens, lm, retriever, predictor, head, _ = setup
+    return Decoder(lm, tokens, retriever, _vector, predictor, head, Hyper(**hyper))
+
+
+def test_simulated_clock_adds_up_without_overlap(setup):
+    constants = ClockConstants()
+    clock = SimClock(constants)
+    clock.decode()
+    clock.decode()
+    clock.prefill(30)
+    assert clock.wait(clock.submit(lambda: "docs")) == "docs"
+    assert clock.now == pytest.approx(2 * 25 + 30 + 300)
+    # the synchronous loop: every cost adds up, nothing overlaps
+    for question in setup[-1]:
+        trace = _decoder(setup, theta=0.0).answer(question, "sync_active")
+        assert trace.sync_retrievals == trace.retrievals == len(trace.spikes) > 0
+        expected = len(trace.tokens) * 25 + trace.retrievals * 300 + trace.prefill_tokens * 1.0
+        assert trace.latency_ms == pytest.approx(expected)
+
+
+def test_async_retrieval_overlaps_decoding():
+    clock = SimClock()
+    handle = clock.submit(lambda: 1)
+    for _ in range(12):
+        clock.decode()
+    assert clock.ready(handle) and clock.wait(handle) == 1
+    assert clock.now == pytest.approx(300)  # the retrieval cost nothing extra
+
+
+def test_tau_one_reproduces_sync_active(setup):
+    decoder = _decoder(setup, theta=0.0, tau=1.0)
+    for question in setup[-1]:
+        sync = decoder.answer(question, "sync_active")
+        never = decoder.answer(question, "prefetch")
+        assert never.tokens == sync.tokens
+        assert never.predicted == sync.predicted
+        assert never.latency_ms == sync.latency_ms
+        assert not never.issued
+
+
+def test_cancelled_prefetch_is_never_inserted(setup):
+    # fire at every position (tau 0) and re-issue at every monitor check (delta 0): many cancellations
+    decoder = _decoder(setup, theta=0.0, tau=0.0, delta=0.0, rho=0.0)
+    cancelled = inserted = 0
+    for question in setup[-1]:
+        trace = decoder.answer(question, "prefetch")
+        cancelled_ids = {id(h) for h in trace.cancelled}
+        assert not cancelled_ids & {id(h) for h in trace.inserted}
+        assert all(not h.cancelled for h in trace.inserted)
+        cancelled += len(trace.cancelled)
+        inserted += len(trace.inserted)
+    assert cancelled > 0 and inserted > 0
+
+
+def test_every_arm_runs_one_code_path(setup):
+    decoder = _decoder(setup, theta=0.0)
+    question = setup[-1][0]
+    latencies = {arm: decoder.answer(question, arm).latency_ms for arm in ARMS}
+    assert latencies["no_retrieval"] < latencies["sync_active"]
+    single = decoder.answer(question, "single_shot")
+    assert single.ttft_ms > decoder.answer(question, "sync_active").ttft_ms + 299  # waits for its retrieval
+
+
+def test_wall_clock_runs_the_same_loop(setup):
+    from zoo.prefetch_rag.clock import WallClock
+
+    decoder = _decoder(setup, theta=0.0, tau=0.0)
+    question = setup[-1][0]
+    clock = WallClock(scale=0.01)
+    try:
+        wall = decoder.answer(question, "prefetch", clock=clock, batch=False)
+    finally:
+        clock.close()
+    simulated = decoder.answer(question, "prefetch")
+    assert wall.tokens == simulated.tokens
+    assert wall.latency_ms > 0
+
+
+def test_batched_forced_segments_match_token_by_token(setup):
+    decoder = _decoder(setup, theta=0.0, tau=0.3)
+    question = setup[-1][2]
+    batched = decoder.answer(question, "prefetch", batch=True)
+    single = decoder.answer(question, "prefetch", batch=False)
+    assert batched.tokens == single.tokens
+    assert batched.latency_ms == pytest.approx(single.latency_ms)

@@ -1,0 +1,81 @@
+"""Spike labels, faiss against brute force, and the one-line errors on bad input."""
+
+import numpy as np
+import pytest
+
+from zoo.prefetch_rag.clock import ClockConstants
+from zoo.prefetch_rag.decoder import Hyper
+from zoo.prefetch_rag.heads import check_query, combine, drift, spike_labels
+
+
+def test_spike_labels_shift_with_k():
+    spikes = [False] * 10
+    spikes[6] = True
+    # positions t with the spike in (t, t + k]
+    assert np.flatnonzero(spike_labels(spikes, 1)).tolist() == [5]
+    assert np.flatnonzero(spike_labels(spikes, 3)).tolist() == [3, 4, 5]
+    assert np.flatnonzero(spike_labels(spikes, 12)).tolist() == [0, 1, 2, 3, 4, 5]
+    two = [False] * 12
+    two[4] = two[11] = True
+    assert np.flatnonzero(spike_labels(two, 2)).tolist() == [2, 3, 9, 10]
+    assert not spike_labels(spikes, 3)[6]  # the spike position itself looks ahead
+
+
+def test_faiss_topk_equals_brute_force():
+    pytest.importorskip("faiss")
+    from zoo.prefetch_rag.index import Retriever
+
+    rng = np.random.default_rng(0)
+    docs = rng.standard_normal((500, 384)).astype(np.float32)
+    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
+    retriever = Retriever([f"d{i}" for i in range(500)], docs)
+    for _ in range(5):
+        q = rng.standard_normal(384).astype(np.float32)
+        q /= np.linalg.norm(q)
+        ids, scores = retriever.search(q, 8)
+        brute = np.argsort(-(docs @ q))[:8]
+        assert ids.tolist() == brute.tolist()
+        np.testing.assert_allclose(scores, (docs @ q)[brute], rtol=1e-5)
+    assert retriever.rerank(brute, docs[brute[5]], 1) == [int(brute[5])]
+
+
+def test_query_mixing_and_drift():
+    a = np.zeros(384, np.float32)
+    a[0] = 1
+    b = np.zeros(384, np.float32)
+    b[1] = 1
+    q = combine(a, b, 0.5)
+    np.testing.assert_allclose(q[:2], [2**-0.5, 2**-0.5], rtol=1e-6)
+    assert drift(a, a) == pytest.approx(0.0)
+    assert drift(a, b) == pytest.approx(1.0)
+    assert drift(a, q) == pytest.approx(1 - 2**-0.5)
+
+
+@pytest.mark.parametrize(
+    ("make", "name"),
+    [
+        (lambda: Hyper(tau=1.5), "tau"),
+        (lambda: Hyper(tau=-0.1), "tau"),
+        (lambda: Hyper(rho=2.0), "rho"),
+        (lambda: Hyper(k=0), "k"),
+        (lambda: Hyper(w=-1), "w"),
+        (lambda: ClockConstants(decode_ms=-1), "decode_ms"),
+        (lambda: ClockConstants(retrieval_ms=-300), "retrieval_ms"),
+        (lambda: ClockConstants(prefill_ms=-0.5), "prefill_ms"),
+        (lambda: check_query(np.zeros(128)), "query"),
+        (lambda: spike_labels([True], 0), "k"),
+    ],
+)
+def test_bad_input_names_the_argument(make, name):
+    with pytest.raises(ValueError) as error:
+        make()
+    message = str(error.value)
+    assert message.startswith(name) and "\n" not in message
+
+
+def test_empty_knowledge_base_is_refused():
+    pytest.importorskip("faiss")
+    from zoo.prefetch_rag.index import Retriever
+
+    with pytest.raises(ValueError, match="knowledge base is empty"):
+        Retriever([], np.zeros((0, 384), np.float32))

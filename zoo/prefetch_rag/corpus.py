@@ -1,0 +1,296 @@
+"""The knowledge base and the templated QA of the prefetch_rag reconstruction (all offline).
+
+* Fact documents: one per (country, attribute) for five attributes of ``countryinfo`` (capital, currency code,
+  main language, calling code, demonym), read through :func:`zoo.aporia.facts.country_facts` (paper 16's reader;
+  countries whose value of one of the five attributes is missing or holds a ``.`` are dropped: 235 remain).
+* Distractors: gensim's Wikipedia articles in 120-word chunks (stride 100) and the 300 Lee news documents
+  (:mod:`zoo.common.text`).
+* Questions (R): "Tell me about <country>." answered by an intro sentence and four slot sentences, each a
+  lead-in phrase (the "precursor") followed by the slot value and ``.``. The multi-domain variant switches country
+  after two slots ("Next, consider <other>."). Lead-ins come from three disjoint pools: ``train`` (the LM and the
+  heads), ``val`` (tuning) and ``test`` (held out); each pool has long lead-ins (8-16 tokens) and short ones
+  (at most 4 tokens). 20% of the questions of a set use only short lead-ins (:attr:`Question.short`).
+* Country split (R, split seed fixed, independent of the model seed): 30% test countries (held out, touched once);
+  the 70% training countries are split into ``lm`` (the LM trains on them), ``heads`` (predictor and query head
+  train on the LM's synchronous runs over them) and ``val`` (tuning). Heads and tuning use countries the LM never
+  saw, so their slots are as uncertain as the test countries'.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from functools import lru_cache
+
+ATTRIBUTES = ("capital", "currency", "language", "calling_code", "demonym")
+SPLIT_SEED = 1234
+TEST_FRACTION = 0.3
+TRAIN_PARTS = {"lm": 0.6, "heads": 0.25, "val": 0.15}  # of the 70% training countries
+SLOTS_PER_ANSWER = 4
+SHORT_FRACTION = 0.2
+STOP = "."
+
+DOC_TEMPLATES = {
+    "capital": "The capital of {c} is {v}.",
+    "currency": "The currency of {c} is {v}.",
+    "language": "The main language of {c} is {v}.",
+    "calling_code": "The calling code of {c} is {v}.",
+    "demonym": "People from {c} are called {v}.",
+}
+
+# Lead-in pools (R). Long lead-ins never name the country ("its"), so the country comes from the intro or the switch.
+LEAD_INS: dict[str, dict[str, tuple[str, ...]]] = {
+    "capital": {
+        "train": (
+            "Turning to its government, the city that serves as its capital is",
+            "When it comes to where the government sits, the national capital is",
+            "As for the political centre of the nation, its capital city is",
+            "Looking at the seat of its national government, the capital is",
+            "If you ask where parliament and ministries meet, the capital is",
+        ),
+        "train_short": ("Its capital is", "Capital city:"),
+        "val": (
+            "Speaking of the place where its leaders govern from, the capital is",
+            "Regarding its main administrative city, the capital is",
+        ),
+        "val_short": ("The capital:",),
+        "test": (
+            "On the question of which city hosts its government, the capital is",
+            "Travellers heading to its centre of power arrive in the capital,",
+        ),
+        "test_short": ("Capital here:",),
+    },
+    "currency": {
+        "train": (
+            "Turning to money, the currency that people use for everyday payments is",
+            "When it comes to shopping, prices in its shops are written in",
+            "As for its economy, the official currency code of the country is",
+            "Looking at banknotes and coins, the money used there is",
+            "If you want to pay for a meal there, you need",
+        ),
+        "train_short": ("Its currency is", "Currency:"),
+        "val": (
+            "Speaking of payments and prices, the national currency is",
+            "Regarding what its banks issue, the currency is",
+        ),
+        "val_short": ("Money used:",),
+        "test": (
+            "On the matter of what travellers exchange their cash into, the currency is",
+            "Visitors who change money at the airport receive",
+        ),
+        "test_short": ("Its money:",),
+    },
+    "language": {
+        "train": (
+            "Turning to speech, the language that most people use at home is",
+            "When it comes to schools, lessons are mostly taught in",
+            "As for its culture, the main language spoken across the country is",
+            "Looking at newspapers and radio, most of them use",
+            "If you talk to people in the street, you will hear",
+        ),
+        "train_short": ("Its language is", "Language:"),
+        "val": (
+            "Speaking of words and conversation, the main language is",
+            "Regarding what its people speak, the language is",
+        ),
+        "val_short": ("Spoken language:",),
+        "test": (
+            "On the topic of how its citizens talk to each other, the main language is",
+            "Anyone reading its road signs and menus will see",
+        ),
+        "test_short": ("People speak",),
+    },
+    "calling_code": {
+        "train": (
+            "Turning to telephones, the international code to dial before a number is",
+            "When it comes to phone calls from abroad, callers must first dial",
+            "As for its telecommunications, the country calling code is",
+            "Looking at phone numbers written for foreigners, they start with",
+            "If you want to call a friend there from abroad, you dial",
+        ),
+        "train_short": ("Its calling code is", "Dialling code:"),
+        "val": (
+            "Speaking of international calls, the dialling prefix is",
+            "Regarding its phone numbers, the calling code is",
+        ),
+        "val_short": ("Phone code:",),
+        "test": (
+            "On the subject of reaching its hotels by phone from overseas, the prefix is",
+            "Someone ringing its offices from another country keys in",
+        ),
+        "test_short": ("Code here:",),
+    },
+    "demonym": {
+        "train": (
+            "Turning to its people, a person born and raised in the country is called",
+            "When it comes to nationality, the word used for its citizens is",
+            "As for how residents describe themselves, they say they are",
+            "Looking at passports, the nationality written for its people is",
+            "If you meet someone from there, you would call them",
+        ),
+        "train_short": ("Its people are", "Demonym:"),
+        "val": (
+            "Speaking of its citizens, the word for a local person is",
+            "Regarding what its residents are called, they are",
+        ),
+        "val_short": ("Locals are",),
+        "test": (
+            "On the question of what name its inhabitants go by, they are",
+            "A traveller chatting with its residents would describe them as",
+        ),
+        "test_short": ("Its folk are",),
+    },
+}
+INTRO = "Here is what I know about {c}."
+SWITCH = "Next, consider {c}."
+QUESTION = "Tell me about {c}."
+QUESTION_MULTI = "Tell me about {c}, then {c2}."
+POOLS = ("train", "val", "test")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A piece of an answer: forced text (``attribute`` None) or a slot the LM must fill with ``value``."""
+
+    text: str
+    attribute: str | None = None
+    country: str | None = None
+
+    @property
+    def is_slot(self) -> bool:
+        return self.attribute is not None
+
+
+@dataclass(frozen=True)
+class Question:
+    """A templated question and the segments of its reference answer."""
+
+    question: str
+    segments: tuple[Segment, ...]
+    multi: bool = False
+    short: bool = False
+
+    @property
+    def slots(self) -> tuple[Segment, ...]:
+        return tuple(s for s in self.segments if s.is_slot)
+
+
+@lru_cache(maxsize=1)
+def facts() -> dict[str, dict[str, str]]:
+    """``{country: {attribute: value}}`` for the countries that have all five attributes (no ``.`` in a value)."""
+    from zoo.aporia.facts import country_facts
+
+    table: dict[str, dict[str, str]] = {}
+    for fact in country_facts():
+        if fact.attribute in ATTRIBUTES:
+            table.setdefault(fact.country, {})[fact.attribute] = fact.value
+    return {
+        c: {a: v[a] for a in ATTRIBUTES}
+        for c, v in sorted(table.items())
+        if all(a in v and STOP not in v[a] and v[a].strip() for a in ATTRIBUTES) and STOP not in c
+    }
+
+
+@lru_cache(maxsize=1)
+def country_split() -> dict[str, tuple[str, ...]]:
+    """Countries by split: ``lm``, ``heads``, ``val`` (the 70% training countries) and ``test`` (30%)."""
+    countries = list(facts())
+    random.Random(SPLIT_SEED).shuffle(countries)
+    n_test = round(TEST_FRACTION * len(countries))
+    test, train = countries[:n_test], countries[n_test:]
+    n_lm = round(TRAIN_PARTS["lm"] * len(train))
+    n_heads = round(TRAIN_PARTS["heads"] * len(train))
+    return {
+        "lm": tuple(train[:n_lm]),
+        "heads": tuple(train[n_lm : n_lm + n_heads]),
+        "val": tuple(train[n_lm + n_heads :]),
+        "test": tuple(test),
+    }
+
+
+def fact_document(country: str, attribute: str) -> str:
+    """The knowledge-base document of one fact."""
+    return DOC_TEMPLATES[attribute].format(c=country, v=facts()[country][attribute])
+
+
+@lru_cache(maxsize=1)
+def fact_documents() -> tuple[tuple[str, str, str], ...]:
+    """``(country, attribute, text)`` of every fact document, in a fixed order."""
+    return tuple((c, a, fact_document(c, a)) for c in facts() for a in ATTRIBUTES)
+
+
+@lru_cache(maxsize=1)
+def distractor_documents() -> tuple[str, ...]:
+    """Wikipedia chunks (120 words, stride 100, articles over 2,000 characters) and the Lee news documents."""
+    from zoo.common.text import lee_corpus, wikipedia_articles
+
+    chunks = []
+    for article in wikipedia_articles(min_chars=2000):
+        words = article.text.split()
+        for start in range(0, max(1, len(words) - 20), 100):
+            chunks.append(" ".join(words[start : start + 120]))
+    return tuple(chunks) + tuple(lee_corpus())
+
+
+def knowledge_base() -> list[str]:
+    """All documents of the index: the fact documents first, then the distractors."""
+    return [text for _, _, text in fact_documents()] + list(distractor_documents())
+
+
+def _lead_in(attribute: str, pool: str, short: bool, rng: random.Random) -> str:
+    return rng.choice(LEAD_INS[attribute][f"{pool}_short" if short else pool])
+
+
+def make_question(
+    country: str, rng: random.Random, pool: str, multi: bool = False, other: str | None = None, short: bool = False
+) -> Question:
+    """One question about ``country`` (and ``other`` after the switch when ``multi``).
+
+    Args:
+        country: The first (or only) country.
+        rng: Source of the attribute order and lead-in choice.
+        pool: Lead-in pool: ``train``, ``val`` or ``test``.
+        multi: Switch to ``other`` after two slots.
+        other: The second country of a multi-domain question.
+        short: Use only short lead-ins (at most 4 tokens).
+    """
+    if pool not in POOLS:
+        raise ValueError(f"pool must be one of {POOLS}, got {pool!r}")
+    table = facts()
+    segments = [Segment(INTRO.format(c=country))]
+    if multi:
+        if other is None or other == country:
+            raise ValueError("a multi-domain question needs another country")
+        plan = [(country, a) for a in rng.sample(ATTRIBUTES, 2)] + [(other, a) for a in rng.sample(ATTRIBUTES, 2)]
+    else:
+        plan = [(country, a) for a in rng.sample(ATTRIBUTES, SLOTS_PER_ANSWER)]
+    for i, (c, attribute) in enumerate(plan):
+        if multi and i == 2:
+            segments.append(Segment(SWITCH.format(c=other)))
+        segments.append(Segment(_lead_in(attribute, pool, short, rng)))
+        segments.append(Segment(table[c][attribute], attribute, c))
+    text = QUESTION_MULTI.format(c=country, c2=other) if multi else QUESTION.format(c=country)
+    return Question(text, tuple(segments), multi=multi, short=short)
+
+
+def question_set(split: str, n_single: int, n_multi: int, seed: int, pool: str | None = None) -> list[Question]:
+    """A reproducible set of questions about the countries of ``split``.
+
+    Args:
+        split: ``lm``, ``heads``, ``val`` or ``test``.
+        n_single: Single-domain questions.
+        n_multi: Multi-domain questions.
+        seed: Seed of the draw (the test set uses a fixed seed, never the model seed).
+        pool: Lead-in pool; default ``train`` for ``lm``/``heads``, else the split's own.
+    """
+    countries = country_split()[split]
+    pool = pool or {"lm": "train", "heads": "train", "val": "val", "test": "test"}[split]
+    rng = random.Random(seed)
+    out = []
+    for i in range(n_single + n_multi):
+        multi = i >= n_single
+        country = countries[i % len(countries)] if not multi else rng.choice(countries)
+        other = rng.choice([c for c in countries if c != country]) if multi else None
+        short = rng.random() < SHORT_FRACTION
+        out.append(make_question(country, rng, pool, multi=multi, other=other, short=short))
+    return out

@@ -1,0 +1,109 @@
+"""PrefetchRAGDataModule: the BPE, the knowledge-base index, the LM's training sequences and the question sets."""
+
+from __future__ import annotations
+
+import random
+
+import lightning.pytorch as pl
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from zoo.prefetch_rag import corpus as C
+from zoo.prefetch_rag.lm import Tokens, collate, tokenizer_texts, training_sequence
+
+
+class _Sequences(Dataset):
+    """``n`` LM training sequences drawn from the ``lm`` countries (fixed by the seed)."""
+
+    def __init__(self, tokens: Tokens, n: int, seed: int) -> None:
+        rng = random.Random(seed)
+        countries = C.country_split()["lm"]
+        distractors = C.distractor_documents()
+        self.items = [training_sequence(tokens, rng, countries, distractors) for _ in range(n)]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int):
+        return self.items[index]
+
+
+class PrefetchRAGDataModule(pl.LightningDataModule):
+    """Builds everything from offline packages (countryinfo, gensim test data, MiniLM).
+
+    ``setup`` trains the BPE (deterministic, ~2 s) and draws the LM sequences; ``retriever()`` embeds the knowledge
+    base once (cached ``.npy``) into a faiss index. The heads' questions (``heads`` countries, train lead-ins) and the
+    tuning questions (``val`` countries, val lead-ins) are drawn here; test questions only in ``evaluate.py``.
+
+    Args:
+        vocab_size: BPE vocabulary.
+        train_sequences: LM training sequences.
+        val_sequences: LM validation sequences (``val`` countries).
+        heads_questions: Questions whose synchronous runs train the predictor and the query head.
+        batch_size: LM batch.
+        limit_distractors: Index at most this many distractor documents (smoke runs; None: all).
+        seed: Seed of the sequences and of the heads' questions.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int = 4096,
+        train_sequences: int = 8000,
+        val_sequences: int = 200,
+        heads_questions: int = 240,
+        batch_size: int = 16,
+        limit_distractors: int | None = None,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        for name in ("vocab_size", "train_sequences", "val_sequences", "heads_questions", "batch_size"):
+            if locals()[name] <= 0:
+                raise ValueError(f"{name} must be > 0, got {locals()[name]}")
+        self.save_hyperparameters()
+        self.tokens: Tokens | None = None
+        self._retriever = None
+
+    def build_tokens(self) -> Tokens:
+        if self.tokens is None:
+            from zoo.common.text import train_bpe
+
+            self.tokens = Tokens(train_bpe(tokenizer_texts(), vocab_size=self.hparams.vocab_size))
+        return self.tokens
+
+    def setup(self, stage: str | None = None) -> None:
+        tokens = self.build_tokens()
+        h = self.hparams
+        self.train_set = _Sequences(tokens, h.train_sequences, h.seed)
+        val_rng = random.Random(10_000 + h.seed)
+        countries = C.country_split()["val"]
+        distractors = C.distractor_documents()
+        self.val_set = [training_sequence(tokens, val_rng, countries, distractors) for _ in range(h.val_sequences)]
+
+    def retriever(self):
+        if self._retriever is None:
+            from zoo.prefetch_rag.index import build_retriever
+
+            self._retriever = build_retriever(self.hparams.limit_distractors)
+        return self._retriever
+
+    def heads_questions(self) -> list[C.Question]:
+        n = self.hparams.heads_questions
+        n_multi = n // 4
+        return C.question_set("heads", n - n_multi, n_multi, seed=20_000 + self.hparams.seed)
+
+    def _loader(self, data, shuffle: bool) -> DataLoader:
+        pad = self.tokens.pad
+        generator = torch.Generator().manual_seed(self.hparams.seed)
+        return DataLoader(
+            data,
+            batch_size=self.hparams.batch_size,
+            shuffle=shuffle,
+            collate_fn=lambda pairs: collate(pairs, pad),
+            generator=generator if shuffle else None,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader(self.train_set, True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader(self.val_set, False)

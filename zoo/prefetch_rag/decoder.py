@@ -1,0 +1,333 @@
+"""The asynchronous RAG decoder: one loop for every arm (no retrieval, single-shot, synchronous active RAG,
+TeleRAG-like, PipeRAG-like, predictive prefetching and its ablations), on either clock.
+
+Decoding protocol (R): the reference answer's text segments are *forced* (fed token by token as the LM's own
+continuation; each costs a decode step) and the LM fills every slot greedily until it emits ``.`` (at most
+``max_slot_tokens``). Only slot positions, where the LM chooses, are checked by the entropy trigger: a spike is a
+slot position whose next-token entropy exceeds ``theta``. This is how held-out lead-ins reach the predictor: the
+LM reads them, it did not write them.
+
+At a spike, an arm with a pending prefetch checks it: if ``cos(q_prefetch, q_now) >= rho`` it waits for the
+result (no wait when it is ready), inserts the ``top_docs`` candidates most similar to ``q_now`` (the prefetch
+fetched ``candidates`` > ``top_docs``; re-ranking them costs dot products, no index access) and rebuilds the KV
+cache (documents charged as prefill). If the entropy is then at most ``theta`` the spike is *served* (a *hit* when
+the result was ready at the spike); otherwise, or without a valid prefetch, it falls back to a synchronous
+retrieval with the text query (the sync baseline's). Inserted documents replace the previous document block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from zoo.prefetch_rag import corpus as C
+from zoo.prefetch_rag.clock import Handle, SimClock
+from zoo.prefetch_rag.heads import check_positive, check_unit, combine, drift
+from zoo.prefetch_rag.lm import Session, Tokens, entropy, window_features, window_hidden
+
+RETRIEVAL = ("none", "single", "active")
+PREFETCH = ("none", "predictor", "interval")
+QUERIES = ("combined", "text", "stale")
+
+
+@dataclass
+class Hyper:
+    """The loop's constants (theta, tau, delta, rho, alpha, interval and staleness are tuned on validation).
+
+    Args:
+        theta: Entropy trigger (nats).
+        tau: Predictor firing threshold.
+        delta: Monitor drift threshold.
+        rho: Minimum cosine between a prefetch's query and the query at the spike.
+        alpha: Weight of the query head in the prefetch query.
+        k: Predictor look-ahead (tokens).
+        w: Feature window (tokens).
+        monitor_every: Monitor period (tokens).
+        top_docs: Documents inserted per retrieval.
+        candidates: Documents a prefetch fetches (re-ranked at the spike).
+        interval: TeleRAG/PipeRAG retrieval period (tokens).
+        staleness: PipeRAG's query lag (tokens).
+        query_tokens: Recent tokens in a text query.
+        max_slot_tokens: Longest slot value.
+    """
+
+    theta: float = 1.0
+    tau: float = 0.5
+    delta: float = 0.35
+    rho: float = 0.6
+    alpha: float = 0.5
+    k: int = 12
+    w: int = 8
+    monitor_every: int = 4
+    top_docs: int = 3
+    candidates: int = 8
+    interval: int = 16
+    staleness: int = 16
+    query_tokens: int = 32
+    max_slot_tokens: int = 8
+
+    def __post_init__(self) -> None:
+        for name in ("tau", "rho", "alpha"):
+            check_unit(name, getattr(self, name))
+        for name in ("k", "w", "monitor_every", "top_docs", "candidates", "interval", "query_tokens"):
+            check_positive(name, getattr(self, name))
+        if self.theta < 0:
+            raise ValueError(f"theta must be >= 0, got {self.theta}")
+        if self.delta < 0:
+            raise ValueError(f"delta must be >= 0, got {self.delta}")
+        if self.staleness < 0:
+            raise ValueError(f"staleness must be >= 0, got {self.staleness}")
+
+
+@dataclass(frozen=True)
+class Arm:
+    """What an arm does: when it retrieves, when it prefetches, which query, whether the monitor runs."""
+
+    retrieval: str = "active"
+    prefetch: str = "none"
+    query: str = "combined"
+    monitor: bool = False
+    alpha: float | None = None  # overrides Hyper.alpha (the no-query-head ablation: 0)
+    interval: int | None = None  # overrides Hyper.interval (the no-predictor ablation: 16)
+
+    def __post_init__(self) -> None:
+        if self.retrieval not in RETRIEVAL or self.prefetch not in PREFETCH or self.query not in QUERIES:
+            raise ValueError(f"bad arm {self}")
+
+
+ARMS: dict[str, Arm] = {
+    "no_retrieval": Arm(retrieval="none"),
+    "single_shot": Arm(retrieval="single"),
+    "sync_active": Arm(),
+    "telerag": Arm(prefetch="interval", query="text"),
+    "piperag": Arm(prefetch="interval", query="stale"),
+    "prefetch": Arm(prefetch="predictor", query="combined", monitor=True),
+    "prefetch_no_predictor": Arm(prefetch="interval", query="combined", monitor=True, interval=16),
+    "prefetch_no_query_head": Arm(prefetch="predictor", query="combined", monitor=True, alpha=0.0),
+    "prefetch_no_monitor": Arm(prefetch="predictor", query="combined", monitor=False),
+}
+
+
+@dataclass
+class Pending:
+    query: np.ndarray
+    handle: Handle
+    issued_at: int
+
+
+@dataclass
+class Trace:
+    """What one answer cost and produced."""
+
+    predicted: list[str] = field(default_factory=list)
+    gold: list[str] = field(default_factory=list)
+    latency_ms: float = 0.0
+    ttft_ms: float = 0.0
+    spikes: list[int] = field(default_factory=list)  # answer positions of the spikes
+    served: int = 0
+    hits: int = 0
+    leads: list[int] = field(default_factory=list)  # per spike: tokens since the first prefetch for it (0: none)
+    retrievals: int = 0
+    sync_retrievals: int = 0
+    prefill_tokens: int = 0
+    issued: list[Handle] = field(default_factory=list)
+    cancelled: list[Handle] = field(default_factory=list)
+    inserted: list[Handle] = field(default_factory=list)
+    probs: list[float] = field(default_factory=list)  # predictor output per answer position (when computed)
+    features: list[torch.Tensor] = field(default_factory=list)
+    head_inputs: list[torch.Tensor] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    next_slot: list[int] = field(default_factory=list)  # per answer position: index of the slot it leads to (-1)
+
+    @property
+    def correct(self) -> list[bool]:
+        return [p == g for p, g in zip(self.predicted, self.gold, strict=True)]
+
+
+class Decoder:
+    """Runs the loop for one arm.
+
+    Args:
+        lm: The ``GPT2LMHeadModel`` (eval mode).
+        tokens: Tokenizer wrapper.
+        retriever: The index.
+        encoder: Text -> 384-d MiniLM embedding (cached).
+        predictor: RetrievalPredictor (needed by predictor arms and by ``record``).
+        query_head: QueryGenerator (needed by combined queries and the monitor).
+        hyper: The constants.
+    """
+
+    def __init__(self, lm, tokens: Tokens, retriever, encoder, predictor=None, query_head=None, hyper=None):
+        self.lm, self.tokens, self.retriever, self.encoder = lm, tokens, retriever, encoder
+        self.predictor, self.query_head = predictor, query_head
+        self.hyper = hyper or Hyper()
+
+    # ------------------------------------------------------------------ queries
+
+    def _text(self, session: Session, t: int, lag: int = 0) -> np.ndarray:
+        """MiniLM embedding of the last ``query_tokens`` tokens up to answer position ``t`` (``lag`` tokens earlier)."""
+        ids = list(self.tokens.cached(self._question)) + session.answer[: t + 1]
+        ids = ids[: max(1, len(ids) - lag)] if lag else ids
+        return self.encoder(self.tokens.decode(ids[-self.hyper.query_tokens :]))
+
+    def _head(self, session: Session, t: int) -> np.ndarray:
+        with torch.no_grad():
+            return self.query_head(window_hidden(session.signals, t, self.hyper.w)).numpy()
+
+    def _query(self, arm: Arm, session: Session, t: int) -> np.ndarray:
+        if arm.query == "stale":
+            return self._text(session, t, lag=self.hyper.staleness)
+        alpha = self.hyper.alpha if arm.alpha is None else arm.alpha
+        if arm.query == "text" or alpha == 0.0:
+            return self._text(session, t)
+        return combine(self._head(session, t), self._text(session, t), alpha)
+
+    # ------------------------------------------------------------------ loop
+
+    def answer(self, question: C.Question, arm: Arm | str, clock=None, batch: bool = True, record: bool = False):
+        """Decode one answer.
+
+        Args:
+            question: The question and its reference segments.
+            arm: An :class:`Arm` or a name in :data:`ARMS`.
+            clock: :class:`SimClock` (default) or :class:`WallClock`.
+            batch: Feed each forced segment in one forward (the simulated clock still charges every token);
+                ``False`` feeds token by token (the wall clock needs it).
+            record: Keep the predictor's features and output at every position (training data, AUROC).
+        """
+        arm = ARMS[arm] if isinstance(arm, str) else arm
+        hp = self.hyper
+        if (arm.prefetch == "predictor" or record) and self.predictor is None:
+            raise ValueError("this arm needs a predictor")
+        if (arm.query == "combined" or arm.monitor) and arm.retrieval == "active" and self.query_head is None:
+            raise ValueError("this arm needs a query head")
+        clock = clock or SimClock()
+        clock.start()
+        self._question = question.question
+        trace = Trace()
+        docs: list[str] = []
+        if arm.retrieval == "single":
+            q = self.encoder(question.question)
+            ids, _ = clock.wait(clock.submit(lambda: self.retriever.search(q, hp.top_docs)))
+            trace.retrievals += 1
+            docs = [self.retriever.texts[i] for i in ids]
+        session = Session(self.lm, self.tokens.context(docs, question.question))
+        trace.prefill_tokens = session.start()
+        clock.prefill(trace.prefill_tokens)
+        state = {"pending": None, "first_fire": None}
+        interval = arm.interval or hp.interval
+
+        def issue(t: int) -> None:
+            q = self._query(arm, session, t)
+            handle = clock.submit(lambda: self.retriever.search(q, hp.candidates))
+            state["pending"] = Pending(q, handle, t)
+            trace.issued.append(handle)
+            trace.retrievals += 1
+            if state["first_fire"] is None:
+                state["first_fire"] = t
+
+        def cancel() -> None:
+            clock.cancel(state["pending"].handle)
+            trace.cancelled.append(state["pending"].handle)
+            state["pending"] = None
+
+        def after_token(t: int) -> None:
+            need_features = record or arm.prefetch == "predictor"
+            if need_features:
+                features = window_features(session.signals, t, hp.w)
+                prob = float(self.predictor.probability(features[None])[0])
+                if record:
+                    trace.features.append(features)
+                    trace.head_inputs.append(window_hidden(session.signals, t, hp.w))
+                    trace.probs.append(prob)
+            if arm.retrieval != "active":
+                return
+            if arm.prefetch == "predictor" and state["pending"] is None and prob > hp.tau:
+                issue(t)
+            elif arm.prefetch == "interval" and (t + 1) % interval == 0:
+                if state["pending"] is not None:
+                    cancel()
+                issue(t)
+            elif arm.monitor and state["pending"] is not None and (t + 1) % hp.monitor_every == 0:
+                c = self._head(session, t)
+                if drift(c, state["pending"].query) > hp.delta:
+                    cancel()
+                    issue(t)
+
+        def feed(ids: list[int], slot_index: int) -> None:
+            trace.next_slot += [slot_index] * len(ids)
+            chunks = [ids] if batch else [[i] for i in ids]
+            for chunk in chunks:
+                first = len(session.answer)
+                session.extend(chunk)
+                for t in range(first, first + len(chunk)):
+                    clock.decode()
+                    if t == 0:
+                        trace.ttft_ms = clock.now
+                    after_token(t)
+
+        def insert(doc_ids) -> None:
+            texts = [self.retriever.texts[i] for i in doc_ids]
+            session.rebuild(self.tokens.context(texts, question.question))
+            n = sum(len(self.tokens.doc(text)) for text in texts)
+            trace.prefill_tokens += n
+            clock.prefill(n)
+
+        def spike(s: int) -> None:
+            trace.spikes.append(s)
+            first = state["first_fire"]
+            trace.leads.append(s - first if first is not None else 0)
+            state["first_fire"] = None
+            pending = state["pending"]
+            served = False
+            if pending is not None:
+                q_now = self._query(arm, session, s - 1)
+                if float(pending.query @ q_now) >= hp.rho:
+                    was_ready = clock.ready(pending.handle)
+                    ids, _ = clock.wait(pending.handle)
+                    insert(self.retriever.rerank(ids, q_now, hp.top_docs))
+                    trace.inserted.append(pending.handle)
+                    state["pending"] = None
+                    if float(entropy(session.logits)) <= hp.theta:
+                        served = True
+                        trace.served += 1
+                        trace.hits += int(was_ready)
+                else:
+                    cancel()
+            if not served:
+                q = self._text(session, s - 1)
+                ids, _ = clock.wait(clock.submit(lambda: self.retriever.search(q, hp.top_docs)))
+                trace.retrievals += 1
+                trace.sync_retrievals += 1
+                insert(ids)
+
+        n_slots, slot_index = len(question.slots), 0
+        for i, segment in enumerate(question.segments):
+            if not segment.is_slot:
+                feed(self.tokens.segment(segment, first=i == 0), slot_index if slot_index < n_slots else -1)
+                continue
+            generated: list[int] = []
+            spiked = False  # a slot triggers at most one spike
+            for _ in range(hp.max_slot_tokens):
+                if arm.retrieval == "active" and not spiked and float(entropy(session.logits)) > hp.theta:
+                    spike(len(session.answer))
+                    spiked = True
+                token = int(session.logits.argmax())
+                feed([token], slot_index)
+                generated.append(token)
+                if token == self.tokens.stop:
+                    break
+            if generated[-1] != self.tokens.stop:
+                feed([self.tokens.stop], slot_index)
+            else:
+                generated = generated[:-1]
+            trace.predicted.append(self.tokens.decode(generated).strip())
+            trace.gold.append(segment.text)
+            slot_index += 1
+        if state["pending"] is not None:
+            cancel()
+        trace.latency_ms = clock.now
+        trace.tokens = list(session.answer)
+        return trace

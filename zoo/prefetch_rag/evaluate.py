@@ -1,0 +1,175 @@
+"""``zoo eval prefetch_rag``: predictive prefetching against synchronous, TeleRAG- and PipeRAG-like RAG.
+
+Per seed, one checkpoint (LM + predictor + query head; seed 0 is the published one, other seeds train the recipe)
+drives every arm through the same decoder loop (:mod:`zoo.prefetch_rag.decoder`) on the same held-out test
+questions: ``n_single`` single-domain and ``n_multi`` multi-domain questions about the 30% test countries with the
+test lead-ins (held out from training; 20% of the questions use short lead-ins, reported as ``em_short`` /
+``hit_rate_short``). The simulated clock gives ``latency_ms_mean`` and ``ttft_ms_mean``; the wall clock
+(thread pool, injected sleeps at ``wall_scale``) runs the first ``wall_questions`` single-domain questions and gives
+``wall_latency_ms_mean``. ``predictor_auroc`` scores the predictor's output at every position of the synchronous
+baseline's run on the test questions against its spike labels; ``lead_time_median`` is the median over the
+prefetch arm's spikes of the tokens since the first prefetch issued for that spike (0 when none was).
+Hyperparameters: ``tuning.json`` (validation only, :mod:`zoo.prefetch_rag.tune`); theta from the recipe's stage 2.
+"""
+
+from __future__ import annotations
+
+import math
+
+from zoo._eval import Claim, Protocol, Setting, Tuning, beats
+from zoo.prefetch_rag import tune as T
+
+METHOD = "prefetch"
+BASELINES = ("sync_active", "telerag", "piperag")
+ABLATIONS = ("prefetch_no_predictor", "prefetch_no_query_head", "prefetch_no_monitor")
+REFERENCES = ("no_retrieval", "single_shot")
+TEST_SEED = 7  # the test questions are fixed, whatever the model seed
+GOLDEN = 50
+
+
+def _tunings() -> dict[str, Tuning]:
+    record = T.load()
+    arms = record.get("arms", {})
+    theta = record.get("theta_choice") or {}
+    note = f"{T.VAL_SINGLE} + {T.VAL_MULTI} validation questions (val countries, val lead-ins); "
+    rule = "lowest latency with EM within 1 point of sync_active; chosen: "
+    out = {
+        "sync_active": Tuning(
+            "validation",
+            {"theta": [t["theta"] for t in theta.get("trials", [])] or [0.5, 1.0, 1.5, 2.0]},
+            T.TRIALS,
+            note + f"recipe stage 2, highest EM then lowest latency; chosen theta {record.get('theta')}",
+        )
+    }
+    for arm, grid in T.GRIDS.items():
+        keys = list(grid[0])
+        values = {k: sorted({g[k] for g in grid}) for k in keys}
+        best = arms.get(arm, {}).get("best")
+        out[arm] = Tuning("validation", values, len(grid), note + rule + str(best) + f"; configs: {grid}")
+    for arm in ABLATIONS:
+        out[arm] = Tuning("validation", {}, 0, "prefetch's tuned constants (the ablation removes one component)")
+    return out
+
+
+PROTOCOL = Protocol(
+    method=METHOD,
+    baselines=BASELINES,
+    ablations=ABLATIONS,
+    references=REFERENCES,
+    settings={
+        "n_single": Setting(100, "single-domain test questions", minimum=1),
+        "n_multi": Setting(50, "multi-domain test questions", minimum=1),
+        "wall_questions": Setting(8, "single-domain test questions decoded on the wall clock per arm", minimum=0),
+        "wall_scale": Setting(0.5, "factor on the wall clock's injected sleeps (reported ms are divided by it)"),
+    },
+    tuning=_tunings(),
+    seed_args=("seed_everything", "model.init_args.seed", "data.init_args.seed"),
+    headline=("latency_ms_mean", "em"),
+    panels=2,
+)
+
+
+def test_questions(n_single: int, n_multi: int):
+    from zoo.prefetch_rag import corpus as C
+
+    return C.question_set("test", n_single, n_multi, seed=TEST_SEED)
+
+
+def _all_arms(run) -> dict[str, dict]:
+    import torch
+
+    from zoo.prefetch_rag.clock import WallClock
+    from zoo.prefetch_rag.decoder import ARMS
+    from zoo.prefetch_rag.index import TextEncoder, build_retriever
+    from zoo.prefetch_rag.scoring import run_arm, summarise
+
+    torch.set_num_threads(1)
+    module = run.load(METHOD)
+    retriever, encoder = build_retriever(), TextEncoder()
+    decoder = module.decoder(retriever, encoder)
+    decoder.hyper = T.chosen_hyper(decoder.hyper)
+    s = run.settings
+    questions = test_questions(s["n_single"], s["n_multi"])
+    wall = [q for q in questions if not q.multi][: s["wall_questions"]]
+    out = {}
+    for arm in ARMS:
+        traces: list = []
+        metrics = run_arm(decoder, questions, arm, record=arm == "sync_active", traces=traces)
+        if arm == METHOD:  # the golden test's slice: the first GOLDEN single-domain questions
+            metrics[f"em_first{GOLDEN}"] = summarise(questions[:GOLDEN], traces[:GOLDEN])["em"]
+        if wall:
+            clock = run_arm(decoder, wall, arm, clock_factory=lambda: WallClock(scale=s["wall_scale"]), batch=False)
+            metrics["wall_latency_ms_mean"] = clock["latency_ms_mean"]
+            metrics["wall_ttft_ms_mean"] = clock["ttft_ms_mean"]
+        out[arm] = metrics
+    out[METHOD]["predictor_auroc"] = out["sync_active"].pop("predictor_auroc")
+    run.extras["hyper"] = {k: getattr(decoder.hyper, k) for k in ("theta", "tau", "delta", "rho", "alpha")}
+    return out
+
+
+def measure(arm: str, run) -> dict[str, float]:
+    """One arm, one seed (all arms are decoded once per seed and cached)."""
+    if "all" not in run.cache:
+        run.cache["all"] = _all_arms(run)
+    return {k: v for k, v in run.cache["all"][arm].items() if not (isinstance(v, float) and math.isnan(v))}
+
+
+def _relative_drop(arms: dict, metric: str, arm: str, other: str) -> float:
+    return 1.0 - arms[arm][metric] / arms[other][metric]
+
+
+def claims(result: dict) -> list[Claim]:
+    a = result["arms"]
+    p = a[METHOD]
+    out = [
+        Claim.at_least("latency_vs_sync", "prefetch's simulated latency is at least 30% below sync_active's",
+                       _relative_drop(a, "latency_ms_mean", METHOD, "sync_active"), 0.30, "sync_active"),
+        Claim.at_least("em_vs_sync", "prefetch's EM is at most 1 point below sync_active's",
+                       p["em"] - a["sync_active"]["em"], -0.01, "sync_active"),
+        Claim.at_least("ttft_vs_single_shot", "prefetch's TTFT is at least 50% below single_shot's",
+                       _relative_drop(a, "ttft_ms_mean", METHOD, "single_shot"), 0.50, "single_shot"),
+        Claim.at_least("predictor_auroc", "predictor AUROC on held-out countries >= 0.80",
+                       p.get("predictor_auroc", float("nan")), 0.80),
+        Claim.at_least("lead_time", "median lead time >= 6 tokens", p.get("lead_time_median", 0.0), 6.0),
+        Claim.at_least("monitor_multi_hit_rate",
+                       "prefetch_no_monitor's multi-domain hit rate is at least 10 points below prefetch's",
+                       p.get("multi_domain_hit_rate", 0.0) - a["prefetch_no_monitor"].get("multi_domain_hit_rate", 0.0),
+                       0.10, "prefetch_no_monitor"),
+        Claim.at_least("em_multi_vs_telerag", "prefetch's em_multi is not below telerag's",
+                       p["em_multi"] - a["telerag"]["em_multi"], 0.0, "telerag"),
+        Claim.at_least("em_multi_vs_piperag", "prefetch's em_multi is not below piperag's",
+                       p["em_multi"] - a["piperag"]["em_multi"], 0.0, "piperag"),
+        Claim.at_least("headroom_em", "headroom: sync_active's EM is at least 20 points above no_retrieval's",
+                       a["sync_active"]["em"] - a["no_retrieval"]["em"], 0.20, "no_retrieval"),
+        Claim.at_least("headroom_em_multi",
+                       "headroom: sync_active's em_multi is at least 10 points above single_shot's",
+                       a["sync_active"]["em_multi"] - a["single_shot"]["em_multi"], 0.10, "single_shot"),
+        beats(result, "em", METHOD, "no_retrieval", margin=0.20),
+    ]  # fmt: skip
+    if "wall_latency_ms_mean" in p:
+        out.insert(2, Claim.at_least("wall_latency_vs_sync", "prefetch's wall-clock latency is at least 20% below "
+                                     "sync_active's", _relative_drop(a, "wall_latency_ms_mean", METHOD, "sync_active"),
+                                     0.20, "sync_active"))  # fmt: skip
+    return out
+
+
+def plot(result: dict, axes) -> None:
+    from zoo._figures import bar_panel
+
+    bar_panel(axes[0], result, "latency_ms_mean")
+    bar_panel(axes[1], result, "em")
+
+
+def score_pretrained(module, limit: int | None = None) -> dict[str, float]:
+    """Slot EM of the prefetch arm over the first ``limit`` single-domain test questions (the card's ``em``)."""
+    import torch
+
+    from zoo.prefetch_rag.index import build_retriever
+    from zoo.prefetch_rag.scoring import run_arm
+
+    torch.set_num_threads(1)
+    n = PROTOCOL.settings["n_single"].default
+    questions = test_questions(n, 0)[: limit or n]
+    decoder = module.decoder(build_retriever())
+    decoder.hyper = T.chosen_hyper(decoder.hyper)
+    return {"em": run_arm(decoder, questions, METHOD)["em"]}

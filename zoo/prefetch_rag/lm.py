@@ -1,0 +1,287 @@
+"""The generator: a small GPT-2 (transformers) with our byte-level BPE, its training sequences, and a decoding
+session that keeps the KV cache and the per-position signals the retrieval predictor reads.
+
+Sequence layout: ``[doc_1 .. doc_m] <eos> question <eos> answer``. Each document is cut to :data:`DOC_TOKENS`
+tokens (Wikipedia chunks are long); answer segments are tokenised one by one (a slot as ``" value"`` then
+``"."``), exactly as the decoder feeds them, so training and decoding see the same token boundaries.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from functools import lru_cache
+
+import torch
+import torch.nn.functional as F
+
+from zoo.prefetch_rag import corpus as C
+
+DOC_TOKENS = 32
+MAX_POSITIONS = 256
+EOS = "<|endoftext|>"
+PAD = "<|pad|>"
+
+
+@dataclass
+class LMConfig:
+    """GPT-2 architecture (the spec's d128/L4).
+
+    Args:
+        vocab_size: BPE vocabulary size.
+        n_embd: Width.
+        n_layer: Blocks.
+        n_head: Attention heads.
+        n_positions: Longest context.
+    """
+
+    vocab_size: int = 4096
+    n_embd: int = 128
+    n_layer: int = 4
+    n_head: int = 4
+    n_positions: int = MAX_POSITIONS
+
+
+def build_lm(config: LMConfig):
+    """A fresh ``GPT2LMHeadModel`` with eager attention (the predictor reads the attention weights)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    gpt2 = GPT2Config(
+        vocab_size=config.vocab_size,
+        n_positions=config.n_positions,
+        n_embd=config.n_embd,
+        n_layer=config.n_layer,
+        n_head=config.n_head,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
+    gpt2._attn_implementation = "eager"
+    model = GPT2LMHeadModel(gpt2)
+    model.config._attn_implementation = "eager"
+    return model
+
+
+@lru_cache(maxsize=1)
+def tokenizer_texts() -> tuple[str, ...]:
+    """What the BPE is trained on: every fact document, question and lead-in, and the Wikipedia/Lee distractors."""
+    texts = [text for _, _, text in C.fact_documents()]
+    for country in C.facts():
+        texts += [C.QUESTION.format(c=country), C.INTRO.format(c=country), C.SWITCH.format(c=country)]
+    for pools in C.LEAD_INS.values():
+        for lead_ins in pools.values():
+            texts += list(lead_ins) * 20
+    return tuple(texts) + C.distractor_documents()
+
+
+class Tokens:
+    """The BPE with the encodings the decoder needs (cached per text)."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.eos = tokenizer.token_to_id(EOS)
+        self.pad = tokenizer.token_to_id(PAD)
+        self.stop = self.encode(C.STOP)[0]
+        self._cache: dict[str, tuple[int, ...]] = {}
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text).ids
+
+    def cached(self, text: str) -> tuple[int, ...]:
+        if text not in self._cache:
+            self._cache[text] = tuple(self.encode(text))
+        return self._cache[text]
+
+    def doc(self, text: str) -> tuple[int, ...]:
+        return self.cached(text)[:DOC_TOKENS]
+
+    def decode(self, ids) -> str:
+        return self.tokenizer.decode(list(ids))
+
+    def segment(self, segment: C.Segment, first: bool) -> list[int]:
+        """Token ids of one answer segment (a slot: ``" value"`` then the stop token)."""
+        if segment.is_slot:
+            return [*self.cached(" " + segment.text), self.stop]
+        return list(self.cached(segment.text if first else " " + segment.text))
+
+    def context(self, docs: list[str], question: str) -> list[int]:
+        ids: list[int] = []
+        for doc in docs:
+            ids += self.doc(doc)
+        return [*ids, self.eos, *self.cached(question), self.eos]
+
+
+def training_sequence(tokens: Tokens, rng: random.Random, countries, distractors) -> tuple[list[int], list[int]]:
+    """One LM training sequence (input ids, labels): the answer is the target, documents and question are context.
+
+    20% of the sequences have no document; the others hold the gold documents of 1-2 of the answer's slots plus
+    0-2 distractors (another fact of the same country, the same fact of another country, or a text chunk), in
+    random order. 30% are multi-domain. Lead-ins come from the ``train`` pool (20% short).
+    """
+    country = rng.choice(countries)
+    multi = rng.random() < 0.3
+    other = rng.choice([c for c in countries if c != country]) if multi else None
+    question = C.make_question(country, rng, "train", multi=multi, other=other, short=rng.random() < 0.2)
+    docs: list[str] = []
+    if rng.random() >= 0.2:
+        slots = list(question.slots)
+        for slot in rng.sample(slots, rng.randint(1, 2)):
+            docs.append(C.fact_document(slot.country, slot.attribute))
+        for _ in range(rng.randint(0, 2)):
+            kind = rng.random()
+            slot = rng.choice(slots)
+            if kind < 0.4:
+                attribute = rng.choice([a for a in C.ATTRIBUTES if a != slot.attribute])
+                docs.append(C.fact_document(slot.country, attribute))
+            elif kind < 0.8:
+                docs.append(C.fact_document(rng.choice([c for c in countries if c != slot.country]), slot.attribute))
+            else:
+                docs.append(rng.choice(distractors))
+        rng.shuffle(docs)
+    context = tokens.context(docs, question.question)
+    answer: list[int] = []
+    for i, segment in enumerate(question.segments):
+        answer += tokens.segment(segment, first=i == 0)
+    ids = (context + answer)[:MAX_POSITIONS]
+    labels = ([-100] * len(context) + answer)[:MAX_POSITIONS]
+    return ids, labels
+
+
+def collate(pairs, pad: int) -> dict[str, torch.Tensor]:
+    """Right-pad a list of (ids, labels) to the longest."""
+    length = max(len(ids) for ids, _ in pairs)
+    input_ids = torch.full((len(pairs), length), pad, dtype=torch.long)
+    labels = torch.full((len(pairs), length), -100, dtype=torch.long)
+    attention = torch.zeros((len(pairs), length), dtype=torch.long)
+    for row, (ids, target) in enumerate(pairs):
+        input_ids[row, : len(ids)] = torch.tensor(ids)
+        labels[row, : len(target)] = torch.tensor(target)
+        attention[row, : len(ids)] = 1
+    return {"input_ids": input_ids, "labels": labels, "attention_mask": attention}
+
+
+def entropy(logits: torch.Tensor) -> torch.Tensor:
+    """Entropy (nats) of the softmax of ``logits`` over the last axis."""
+    logp = F.log_softmax(logits.float(), dim=-1)
+    return -(logp.exp() * logp).sum(-1)
+
+
+@dataclass
+class Signals:
+    """Per answer position: last-layer hidden state, next-token entropy, top-1/top-2 margin, attention entropy."""
+
+    hidden: torch.Tensor  # (T, d)
+    entropy: torch.Tensor  # (T,)
+    margin: torch.Tensor  # (T,)
+    attention: torch.Tensor  # (T, heads)
+
+    @staticmethod
+    def empty(d: int, heads: int) -> Signals:
+        return Signals(torch.zeros(0, d), torch.zeros(0), torch.zeros(0), torch.zeros(0, heads))
+
+    def cat(self, other: Signals) -> Signals:
+        return Signals(*(torch.cat((a, b)) for a, b in zip(self.astuple(), other.astuple(), strict=True)))
+
+    def astuple(self):
+        return self.hidden, self.entropy, self.margin, self.attention
+
+    def __len__(self) -> int:
+        return len(self.entropy)
+
+
+def _signals(out) -> tuple[Signals, torch.Tensor]:
+    logits = out.logits[0].float()
+    probs = logits.softmax(-1)
+    top = probs.topk(2, dim=-1).values
+    attn = out.attentions[-1][0].float()  # (heads, q, k)
+    attn_entropy = -(attn * attn.clamp_min(1e-12).log()).sum(-1).transpose(0, 1)  # (q, heads)
+    signals = Signals(out.hidden_states[-1][0].float(), entropy(logits), top[:, 0] - top[:, 1], attn_entropy)
+    return signals, logits[-1]
+
+
+class Session:
+    """One answer being decoded: the context (documents + question), the answer so far and the KV cache.
+
+    Args:
+        lm: The ``GPT2LMHeadModel``.
+        context: Token ids of documents + question.
+    """
+
+    def __init__(self, lm, context: list[int]) -> None:
+        self.lm = lm
+        self.context = list(context)
+        self.answer: list[int] = []
+        self.cache = None
+        self.signals = Signals.empty(lm.config.n_embd, lm.config.n_head)
+        self.logits: torch.Tensor | None = None
+
+    @torch.no_grad()
+    def _forward(self, ids: list[int], cache):
+        from transformers import DynamicCache
+
+        cache = cache if cache is not None else DynamicCache()
+        out = self.lm(
+            torch.tensor([ids]),
+            cache=cache,
+            use_cache=True,
+            output_hidden_states=True,
+            output_attentions=True,
+        )
+        out.kv = cache  # updated in place
+        return out
+
+    def start(self) -> int:
+        """Prefill the context; returns its length (the prefill tokens)."""
+        out = self._forward(self.context, None)
+        self.cache = out.kv
+        self.logits = out.logits[0, -1].float()
+        return len(self.context)
+
+    def extend(self, ids: list[int]) -> Signals:
+        """Feed answer tokens (one forward, KV cache); returns their signals."""
+        limit = self.lm.config.n_positions
+        if len(self.context) + len(self.answer) + len(ids) > limit:
+            raise ValueError(f"context of {len(self.context) + len(self.answer) + len(ids)} tokens > {limit}")
+        out = self._forward(list(ids), self.cache)
+        self.cache = out.kv
+        signals, self.logits = _signals(out)
+        self.answer += list(ids)
+        self.signals = self.signals.cat(signals)
+        return signals
+
+    def rebuild(self, context: list[int]) -> None:
+        """Replace the context (documents inserted) and recompute the cache and the answer's signals."""
+        room = self.lm.config.n_positions - len(self.answer) - 8
+        self.context = list(context)[-room:] if len(context) > room else list(context)
+        out = self._forward(self.context + self.answer, None)
+        self.cache = out.kv
+        signals, self.logits = _signals(out)
+        n = len(self.answer)
+        tail = Signals(*(x[len(self.context) :] for x in signals.astuple())) if n else None
+        self.signals = tail if tail is not None else Signals.empty(self.lm.config.n_embd, self.lm.config.n_head)
+        if n == 0:
+            self.logits = out.logits[0, -1].float()
+
+
+def window_features(signals: Signals, t: int, w: int) -> torch.Tensor:
+    """The predictor's input at answer position ``t``: window-mean hidden state, entropy trajectory
+    ``H_{t-w+1..t}`` (zero-padded), window-mean attention entropy per head, top-1/top-2 margin at ``t``."""
+    lo = max(0, t - w + 1)
+    hidden = signals.hidden[lo : t + 1].mean(0)
+    trajectory = torch.zeros(w)
+    values = signals.entropy[lo : t + 1]
+    trajectory[w - len(values) :] = values
+    attention = signals.attention[lo : t + 1].mean(0)
+    return torch.cat((hidden, trajectory, attention, signals.margin[t : t + 1]))
+
+
+def window_hidden(signals: Signals, t: int, w: int) -> torch.Tensor:
+    """Mean last-layer hidden state over the window ending at ``t`` (the query head's input)."""
+    return signals.hidden[max(0, t - w + 1) : t + 1].mean(0)
+
+
+def perplexity_of(loss: float) -> float:
+    return math.exp(min(loss, 50.0))

@@ -1,0 +1,287 @@
+"""PrefetchRAGModule: predictive prefetching for asynchronous RAG, at laptop scale.
+
+Implements **Predictive Prefetching for Retrieval-Augmented Generation** (Pei & Zhang, ICML 2026,
+arXiv 2605.17989). No code was published; everything below the abstract is reconstructed (R) after the project's
+spec (``shared/papers/01-prefetch-rag.md``) and issue 20. Substitutions: the LLM is our GPT-2 d128/L4 (1.35 M
+parameters, ``transformers`` with its KV cache) with our byte-level BPE (vocab 4096, :mod:`zoo.common.text`);
+HotpotQA is replaced by templated country QA over ``countryinfo`` facts (:mod:`zoo.prefetch_rag.corpus`); the
+remote index by a local faiss ``IndexFlatIP`` over MiniLM (all-MiniLM-L6-v2, :mod:`zoo.common.minilm`) embeddings
+of the fact documents plus 4.8 k Wikipedia chunks and the 300 Lee news documents as distractors. The headline
+latency is **simulated** (:mod:`zoo.prefetch_rag.clock`: 25 ms per decoded token, 300 ms per retrieval, 1 ms per
+prefill token); a wall-clock run with a thread pool and injected sleeps checks it.
+
+Components (as the spec gives them):
+
+* RetrievalPredictor: MLP (d + w + n_heads + 1 -> 128 -> 1) over the window w = 8 (mean last-layer hidden state,
+  entropy trajectory, per-head last-layer attention entropy, top-1/top-2 margin); p(spike within k = 12 tokens);
+  BCE with pos_weight = neg/pos; fires when p > tau and nothing is pending. Inputs are standardised with the
+  training features' mean and std (buffers).
+* QueryGenerator: linear head d -> 384, target the MiniLM embedding of the gold document of the upcoming slot,
+  loss 1 - cos; query ``normalize(alpha q_h + (1 - alpha) MiniLM(last 32 tokens))``.
+* ContextMonitor: every 4 tokens ``drift = 1 - cos(normalize(W h), q_inflight)``; above delta the pending prefetch
+  is cancelled and re-issued.
+
+Reconstruction choices and deviations (R):
+
+* Two stages in one recipe. Stage 1 (``training_step``): causal-LM loss on the answer tokens of sequences
+  ``[documents] <eos> question <eos> answer`` from the ``lm`` countries (20% without documents, else 1-2 gold
+  documents and 0-2 distractors). Stage 2 (``on_train_end``, LM frozen): (a) theta is chosen on the validation
+  questions (``val`` countries, val lead-ins) among ``theta_grid`` by the synchronous baseline: the highest EM,
+  ties within 1 point broken by the lowest latency; (b) the synchronous baseline at that theta runs over the
+  ``heads`` questions (countries the LM never saw, train lead-ins) and its spikes label every position (spike in
+  (t, t + k]); (c) predictor and query head train on those positions (Adam, ``head_epochs``).
+* Decoding protocol, spike definition, prefetch use at a spike, re-ranking of ``candidates`` and the fallback:
+  see :mod:`zoo.prefetch_rag.decoder`. A slot triggers at most one spike. An in-flight prefetch whose query is still
+  valid at a spike is waited for (it is not a hit; a hit is a ready result that resolves the spike).
+* Prefill: only the inserted documents' tokens are charged (the spec); the initial prompt is charged too.
+* Documents inserted are cut to 32 tokens (Wikipedia chunks are 120 words) and replace the previous block.
+* TeleRAG-like: a retrieval every ``interval`` tokens with the text query; PipeRAG-like: the same with the text as it
+  was ``staleness`` tokens earlier; both use the prefetch path at a spike (rho check, re-ranking, fallback).
+* Ablations: ``prefetch_no_predictor`` fires every 16 tokens (with query head and monitor),
+  ``prefetch_no_query_head`` uses alpha = 0 (text-only query), ``prefetch_no_monitor`` never re-issues.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from zoo._distributed import refuse_distributed
+from zoo._inference import PretrainedMixin
+from zoo.prefetch_rag.clock import ClockConstants
+from zoo.prefetch_rag.decoder import Decoder, Hyper
+from zoo.prefetch_rag.heads import QueryGenerator, RetrievalPredictor, cosine_loss, spike_labels
+from zoo.prefetch_rag.lm import LMConfig, Tokens, build_lm
+
+TOKENIZER_FILE = "tokenizer.json"
+INPUT_FORMAT = (
+    "a prefetch_rag Question (zoo.prefetch_rag.corpus) decoded by model.decoder(retriever).answer(question, arm); "
+    "the LM reads '[documents] <eos> question <eos> answer' tokenised by the checkpoint's tokenizer.json"
+)
+
+
+class PrefetchRAGModule(PretrainedMixin, pl.LightningModule):
+    """GPT-2 generator + RetrievalPredictor + QueryGenerator (the monitor reuses the head).
+
+    Args:
+        lm: Generator architecture.
+        hyper: Decoder constants (theta is replaced by the stage-2 choice when ``theta_grid`` is set).
+        clock: Latency-model constants.
+        lr: Peak AdamW learning rate of the LM (linear warm-up, cosine decay to 10%).
+        warmup_steps: Warm-up steps.
+        theta_grid: Entropy thresholds tried on validation in stage 2 (empty: keep ``hyper.theta``).
+        val_questions: Validation questions for the theta choice.
+        head_epochs: Epochs of the predictor / query-head training.
+        head_lr: Their Adam learning rate.
+        predictor_hidden: Predictor hidden width.
+        seed: Seed of the heads' initialisation.
+        num_threads: torch threads while fitting (1: the machine's 2 cores are shared; small matmuls lose more to
+            contention than a second thread gains).
+    """
+
+    DEFAULT_PRETRAINED_CFG = {"input_format": INPUT_FORMAT}
+
+    def __init__(
+        self,
+        lm: LMConfig | None = None,
+        hyper: Hyper | None = None,
+        clock: ClockConstants | None = None,
+        lr: float = 3e-3,
+        warmup_steps: int = 50,
+        theta_grid: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0),
+        val_questions: int = 40,
+        head_epochs: int = 40,
+        head_lr: float = 1e-3,
+        predictor_hidden: int = 128,
+        seed: int = 0,
+        num_threads: int = 1,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.lm_cfg = lm or LMConfig()
+        self.hyper = hyper or Hyper()
+        self.clock_constants = clock or ClockConstants()
+        torch.manual_seed(seed)
+        self.lm = build_lm(self.lm_cfg)
+        self.predictor = RetrievalPredictor(self.lm_cfg.n_embd, self.hyper.w, self.lm_cfg.n_head, predictor_hidden)
+        self.query_head = QueryGenerator(self.lm_cfg.n_embd)
+        self.register_buffer("theta", torch.tensor(float(self.hyper.theta)))
+        self.tokens: Tokens | None = None
+        self.stage2: dict = {}
+        self.example_input_array = torch.zeros(1, 16, dtype=torch.long)
+
+    # ------------------------------------------------------------------ LM stage
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Next-token logits ``(batch, length, vocab)``."""
+        return self.lm(input_ids=input_ids).logits
+
+    def _loss(self, batch) -> torch.Tensor:
+        return self.lm(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]
+        ).loss
+
+    def training_step(self, batch, batch_idx):
+        loss = self._loss(batch)
+        self.log("train/loss", loss, prog_bar=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        self.log("val/loss", self._loss(batch), prog_bar=True)
+
+    def configure_optimizers(self):
+        h = self.hparams
+        params = list(self.lm.parameters())
+        optimizer = torch.optim.AdamW(params, lr=h.lr, betas=(0.9, 0.95), weight_decay=0.01)
+        total = max(1, int(self.trainer.estimated_stepping_batches))
+
+        def schedule(step: int) -> float:
+            if step < h.warmup_steps:
+                return (step + 1) / h.warmup_steps
+            progress = min(1.0, (step - h.warmup_steps) / max(1, total - h.warmup_steps))
+            return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
+
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+    def on_fit_start(self) -> None:
+        torch.set_num_threads(self.hparams.num_threads)
+
+    def setup(self, stage: str) -> None:
+        refuse_distributed(self, "stage 2 (theta choice, heads) runs the decoder loop once, on one process", stage)
+        datamodule = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
+        if datamodule is not None and hasattr(datamodule, "build_tokens"):
+            self.tokens = datamodule.build_tokens()
+            if self.tokens.tokenizer.get_vocab_size() > self.lm_cfg.vocab_size:
+                raise ValueError("the tokenizer is larger than lm.vocab_size")
+
+    # ------------------------------------------------------------------ stage 2
+
+    def on_train_end(self) -> None:
+        if self.trainer.fast_dev_run:
+            return
+        datamodule = self.trainer.datamodule
+        self.fit_stage2(datamodule.retriever(), datamodule.heads_questions())
+
+    def decoder(self, retriever, encoder=None, hyper: Hyper | None = None) -> Decoder:
+        """The decoder loop over this checkpoint (``hyper`` defaults to the stored constants with its theta)."""
+        from zoo.prefetch_rag.index import TextEncoder
+
+        if self.tokens is None:
+            raise ValueError("no tokenizer: load a checkpoint with tokenizer.json or fit the module first")
+        hyper = hyper or Hyper(**{**asdict(self.hyper), "theta": float(self.theta)})
+        self.eval()
+        return Decoder(
+            self.lm, self.tokens, retriever, encoder or TextEncoder(), self.predictor, self.query_head, hyper
+        )
+
+    def choose_theta(self, retriever, questions, encoder=None) -> dict:
+        """Stage 2a: theta of the synchronous baseline on validation questions."""
+        from zoo.prefetch_rag.scoring import run_arm
+
+        trials = []
+        for theta in self.hparams.theta_grid:
+            hyper = Hyper(**{**asdict(self.hyper), "theta": float(theta)})
+            metrics = run_arm(self.decoder(retriever, encoder, hyper), questions, "sync_active")
+            trials.append({"theta": float(theta), "em": metrics["em_all"], "latency_ms": metrics["latency_ms_mean"]})
+        best_em = max(t["em"] for t in trials)
+        chosen = min((t for t in trials if t["em"] >= best_em - 0.01), key=lambda t: t["latency_ms"])
+        return {"trials": trials, "theta": chosen["theta"]}
+
+    def fit_stage2(self, retriever, heads_questions, encoder=None) -> dict:
+        """Choose theta on validation, label the heads' questions with the sync baseline, train the heads."""
+        from zoo.prefetch_rag import corpus as C
+        from zoo.prefetch_rag.index import TextEncoder
+
+        torch.set_num_threads(1)  # one-token forwards: a second thread only adds contention on 2 shared cores
+        start = time.perf_counter()
+        encoder = encoder or TextEncoder()
+        self.lm.eval()
+        self.lm.requires_grad_(False)
+        if self.hparams.theta_grid:
+            val = C.question_set("val", self.hparams.val_questions * 3 // 4, self.hparams.val_questions // 4, seed=1)
+            record = self.choose_theta(retriever, val, encoder)
+            self.theta.fill_(record["theta"])
+            self.stage2["theta_choice"] = record
+        decoder = self.decoder(retriever, encoder)
+        gold_index = {(c, a): i for i, (c, a, _) in enumerate(C.fact_documents())}
+        features, labels, head_inputs, targets = [], [], [], []
+        for question in heads_questions:
+            trace = decoder.answer(question, "sync_active", record=True)
+            spikes = np.zeros(len(trace.tokens), dtype=bool)
+            spikes[[s for s in trace.spikes if s < len(spikes)]] = True
+            features.append(torch.stack(trace.features))
+            labels.append(torch.from_numpy(spike_labels(spikes, self.hyper.k)))
+            slots = question.slots
+            for t, slot_index in enumerate(trace.next_slot):
+                if slot_index >= 0:
+                    slot = slots[slot_index]
+                    head_inputs.append(trace.head_inputs[t])
+                    targets.append(retriever.embeddings[gold_index[(slot.country, slot.attribute)]])
+        x, y = torch.cat(features), torch.cat(labels).float()
+        hx, hy = torch.stack(head_inputs), torch.from_numpy(np.stack(targets))
+        self.stage2.update(self._train_heads(x, y, hx, hy))
+        self.stage2["seconds"] = round(time.perf_counter() - start, 1)
+        print(f"prefetch_rag stage 2: {self.stage2}")
+        return self.stage2
+
+    def _train_heads(self, x, y, hx, hy) -> dict:
+        from sklearn.metrics import roc_auc_score
+
+        generator = torch.Generator().manual_seed(self.hparams.seed)
+        n = len(x)
+        order = torch.randperm(n, generator=generator)
+        cut = int(0.85 * n)
+        train, held = order[:cut], order[cut:]
+        with torch.enable_grad():
+            self.predictor.requires_grad_(True)
+            self.query_head.requires_grad_(True)
+            self.predictor.set_normalisation(x[train])
+            pos = float(y[train].sum())
+            pos_weight = torch.tensor((len(train) - pos) / max(pos, 1.0))
+            opt = torch.optim.Adam(
+                [*self.predictor.parameters(), *self.query_head.parameters()], lr=self.hparams.head_lr
+            )
+            hn = len(hx)
+            for _ in range(self.hparams.head_epochs):
+                perm = train[torch.randperm(len(train), generator=generator)]
+                hperm = torch.randperm(hn, generator=generator)
+                batches = max(1, len(perm) // 256)
+                for b in range(batches):
+                    idx = perm[b * 256 : (b + 1) * 256]
+                    hidx = hperm[b * hn // batches : (b + 1) * hn // batches]
+                    loss = F.binary_cross_entropy_with_logits(self.predictor(x[idx]), y[idx], pos_weight=pos_weight)
+                    loss = loss + cosine_loss(self.query_head(hx[hidx]), hy[hidx])
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+        self.predictor.eval()
+        self.query_head.eval()
+        with torch.no_grad():
+            p = self.predictor.probability(x[held]).numpy()
+            cos = F.cosine_similarity(self.query_head(hx), hy).mean().item()
+        auroc = float(roc_auc_score(y[held].numpy(), p)) if 0 < y[held].sum() < len(held) else float("nan")
+        return {"positions": n, "positive_rate": round(float(y.mean()), 4), "heldout_auroc": round(auroc, 4),
+                "head_cosine": round(cos, 4)}  # fmt: skip
+
+    # ------------------------------------------------------------------ publishing
+
+    def export_metadata(self) -> dict:
+        return {"stage2": self.stage2} if self.stage2 else {}
+
+    def export_files(self) -> dict[str, str]:
+        return {TOKENIZER_FILE: self.tokens.tokenizer.to_str()} if self.tokens is not None else {}
+
+    def import_files(self, folder: str | Path) -> None:
+        path = Path(folder) / TOKENIZER_FILE
+        if path.is_file():
+            from zoo.common.text import load_bpe
+
+            self.tokens = Tokens(load_bpe(path.read_text()))

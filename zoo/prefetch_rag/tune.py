@@ -1,0 +1,108 @@
+"""Validation tuning of the asynchronous arms (``python -m zoo.prefetch_rag.tune``; writes ``tuning.json``).
+
+Every tuned arm gets the same number of trials (:data:`TRIALS`) on the validation questions (``val`` countries,
+``val`` lead-ins: neither the LM nor the heads trained on them; test questions are never used):
+
+* ``sync_active``: theta, chosen inside the recipe (stage 2, :meth:`PrefetchRAGModule.choose_theta`: highest EM,
+  ties within 1 point broken by the lowest latency); the record is read from the checkpoint's metadata.
+* ``telerag``: its retrieval interval; ``piperag``: its staleness; ``prefetch``: (tau, delta, rho, alpha) configs.
+
+Rule for the asynchronous arms: the lowest simulated latency among the trials whose validation EM is at most
+1 point below ``sync_active``'s; if none qualifies, the highest EM. The ablations reuse ``prefetch``'s choice.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+TUNING_FILE = Path(__file__).with_name("tuning.json")
+VAL_SINGLE, VAL_MULTI, VAL_SEED = 30, 10, 1  # the same validation set as stage 2's theta choice
+GRIDS: dict[str, list[dict]] = {
+    "telerag": [{"interval": v} for v in (8, 12, 16, 24)],
+    "piperag": [{"staleness": v} for v in (4, 8, 12, 16)],
+    "prefetch": [
+        {"tau": 0.5, "delta": 0.35, "rho": 0.6, "alpha": 0.5},  # the spec's defaults
+        {"tau": 0.3, "delta": 0.35, "rho": 0.6, "alpha": 0.5},
+        {"tau": 0.7, "delta": 0.35, "rho": 0.6, "alpha": 0.5},
+        {"tau": 0.5, "delta": 0.2, "rho": 0.5, "alpha": 0.7},
+    ],
+}
+TRIALS = 4
+EM_TOLERANCE = 0.01
+
+
+def validation_questions():
+    from zoo.prefetch_rag import corpus as C
+
+    return C.question_set("val", VAL_SINGLE, VAL_MULTI, seed=VAL_SEED)
+
+
+def choose(trials: list[dict], reference_em: float) -> dict:
+    """The lowest-latency trial within ``EM_TOLERANCE`` of ``reference_em`` (else the highest-EM trial)."""
+    ok = [t for t in trials if t["em"] >= reference_em - EM_TOLERANCE]
+    if ok:
+        return min(ok, key=lambda t: t["latency_ms"])
+    return max(trials, key=lambda t: t["em"])
+
+
+def tune(module, retriever, encoder=None) -> dict:
+    """Run every trial on the validation questions with ``module`` (the published checkpoint)."""
+    from zoo.prefetch_rag.decoder import Hyper
+    from zoo.prefetch_rag.index import TextEncoder
+    from zoo.prefetch_rag.scoring import run_arm
+
+    encoder = encoder or TextEncoder()
+    questions = validation_questions()
+    base = module.decoder(retriever, encoder).hyper
+    reference = run_arm(module.decoder(retriever, encoder), questions, "sync_active")
+    record = {
+        "theta": base.theta,
+        "sync_active": {"em": reference["em_all"], "latency_ms": reference["latency_ms_mean"]},
+        "theta_choice": module.stage2.get("theta_choice") if module.stage2 else None,
+        "arms": {},
+    }
+    for arm, grid in GRIDS.items():
+        trials = []
+        for config in grid:
+            hyper = Hyper(**{**asdict(base), **config})
+            metrics = run_arm(module.decoder(retriever, encoder, hyper), questions, arm)
+            trials.append({**config, "em": metrics["em_all"], "latency_ms": metrics["latency_ms_mean"]})
+            print(arm, trials[-1])
+        best = choose(trials, reference["em_all"])
+        record["arms"][arm] = {"trials": trials, "best": {k: best[k] for k in grid[0]}}
+    return record
+
+
+def chosen_hyper(base, record: dict | None = None):
+    """``base`` (a Hyper) with every arm's tuned values: prefetch's (tau, delta, rho, alpha), TeleRAG's interval and
+    PipeRAG's staleness (the arms read disjoint fields)."""
+    from zoo.prefetch_rag.decoder import Hyper
+
+    record = record if record is not None else load()
+    values = {}
+    for arm in GRIDS:
+        values.update(record.get("arms", {}).get(arm, {}).get("best", {}))
+    return Hyper(**{**asdict(base), **values})
+
+
+def load() -> dict:
+    return json.loads(TUNING_FILE.read_text()) if TUNING_FILE.is_file() else {}
+
+
+def main() -> None:
+    import torch
+
+    import zoo
+    from zoo.prefetch_rag.index import build_retriever
+
+    torch.set_num_threads(1)
+    module = zoo.load("prefetch_rag", pretrained=True)
+    record = tune(module, build_retriever())
+    TUNING_FILE.write_text(json.dumps(record, indent=1) + "\n")
+    print(json.dumps({arm: r["best"] for arm, r in record["arms"].items()}))
+
+
+if __name__ == "__main__":
+    main()
