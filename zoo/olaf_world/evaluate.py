@@ -77,6 +77,7 @@ PROTOCOL = Protocol(
     tuning=_tuning(),
     seed_args=("seed_everything", "model.init_args.seed"),
     headline=("probe_acc_cross", "proto_diag_minus_offdiag", "transfer_acc"),
+    panels=3,
 )
 
 
@@ -255,7 +256,9 @@ def _mse_claim(result: dict) -> Claim:
 
 
 def plot(result: dict, axes) -> None:
-    bar_panel(axes[0], result, "probe_acc_cross")
+    bar_panel(axes[0], result, "probe_acc_cross", ylabel="cross-context probe accuracy")
+    bar_panel(axes[1], result, "proto_diag_minus_offdiag", ylabel="prototype cosine: diag - offdiag")
+    bar_panel(axes[2], result, "transfer_acc", ylabel="zero-shot transfer accuracy (IDM)")
 
 
 def score_pretrained(module, limit: int | None = None, split: str = SPLIT) -> dict[str, float]:

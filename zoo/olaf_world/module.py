@@ -126,7 +126,17 @@ class OlafLAMModule(PretrainedMixin, pl.LightningModule):
             }
         )
 
+    def test_step(self, batch, batch_idx):
+        self.validation_step(batch, batch_idx)
+
     def on_validation_epoch_end(self) -> None:
+        self._log_probes("val")
+
+    def on_test_epoch_end(self) -> None:
+        self._log_probes("test")
+
+    def _log_probes(self, prefix: str) -> None:
+        """Pixel MSE and the within / cross-context probes of the collected mu_z (validation or test worlds)."""
         if not self._val:
             return
         parts = {k: torch.cat([p[k] for p in self._val]) for k in self._val[0]}
@@ -136,10 +146,10 @@ class OlafLAMModule(PretrainedMixin, pl.LightningModule):
         actions = parts["actions"].reshape(-1).numpy()
         context = np.repeat(parts["context"].numpy(), steps)
         world_seed = np.repeat(parts["world_seed"].numpy(), steps)
-        metrics = {"val/pixel_mse": float(parts["mse"].mean())}
+        metrics = {f"{prefix}/pixel_mse": float(parts["mse"].mean())}
         if len(np.unique(world_seed)) >= 4 and len(np.unique(actions)) > 1:  # the probes need two seeds per context
             probes = probe_accuracies(mu, actions, context, world_seed)
-            metrics.update({f"val/{k}": v for k, v in probes.items()})
+            metrics.update({f"{prefix}/{k}": v for k, v in probes.items()})
         self.log_dict(metrics)
 
     def predict_step(self, batch, batch_idx):
