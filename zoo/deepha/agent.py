@@ -1,0 +1,160 @@
+"""Greedy DeepHA agents acting in BabyAI: full context, compressed memory, KV cache or full recompute.
+
+At each step the agent appends ``OBS_t``, then generates the layout's action tokens in order (SKILL -> GND ->
+MOT for CoA), each from the head of its type, greedily; it executes MOT. Earlier skills and groundings stay in
+the context as "thoughts". The MOT token joins the cache together with the next step's OBS (one decoder call).
+
+``use_cache=True`` extends transformers' KV cache by the new tokens; ``use_cache=False`` recomputes the whole
+context for every generated token (the reference the cache must match). With ``window=W`` the context is
+compressed (see :mod:`zoo.deepha.sequences`): at every multiple of ``W`` the cache is rebuilt from the
+compressed prefix, in between it is extended.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from zoo.deepha.demos import make_env, reset
+from zoo.deepha.sequences import block_start, compressed_prefix
+from zoo.deepha.vocab import GND_MAX, LAYOUTS, MOT, OBS, WORD, mission_tokens
+
+HORIZON = 128  # every arm's episodes are cut here (a cut episode failed): 7 x 128 tokens fit the 1024 positions
+
+
+class Policy:
+    """A greedy agent over one decoder (``low`` adds the decoupled low-level decoder).
+
+    Args:
+        embedder: The token embedder.
+        decoder: The (high-level) decoder.
+        layout: Token types of a step (a ``LAYOUTS`` key or a tuple).
+        window: Compression window W, or None for the full context.
+        use_cache: Extend a KV cache (True) or recompute the context for every token (False).
+        low: Decoupled arm's low-level decoder: maps the step's [OBS, skill, grounding] alone to MOT.
+    """
+
+    def __init__(self, embedder, decoder, layout="coa", window: int | None = None, use_cache=True, low=None):
+        if window is not None and window < 1:
+            raise ValueError(f"W: the compression window must be >= 1, got {window}")
+        self.embedder, self.decoder, self.low = embedder, decoder, low
+        self.layout = LAYOUTS[layout] if isinstance(layout, str) else tuple(layout)
+        self.window, self.use_cache = window, use_cache
+
+    # ------------------------------------------------------------------ context bookkeeping
+
+    @torch.no_grad()
+    def _embed(self, kind: int, value: int) -> torch.Tensor:
+        return self.embedder(torch.tensor([[kind]]), torch.tensor([[value]]))[0, 0]
+
+    def reset(self, mission: str | list[int]) -> None:
+        self.mission = mission_tokens(mission) if isinstance(mission, str) else [int(w) for w in mission]
+        self.steps: list[list[tuple[int, int]]] = []
+        self.obs: list[torch.Tensor] = []
+        self.ctx: list[torch.Tensor] = [self._embed(WORD, w) for w in self.mission]
+        self.cache, self.fed = None, 0
+        self.context_lengths: list[int] = []
+        self.last_logits: list[torch.Tensor] = []
+
+    def _rebuild(self, t: int) -> None:
+        prefix = compressed_prefix(self.steps, t)
+        self.ctx = [self._embed(WORD, w) for w in self.mission] + [self._embed(k, v) for k, v in prefix]
+        self.cache, self.fed = None, 0
+
+    @torch.no_grad()
+    def _feed(self) -> torch.Tensor:
+        """The last hidden state of the context, through the cache or by recomputing everything."""
+        if self.use_cache:
+            new = torch.stack(self.ctx[self.fed :])[None]
+            hidden, self.cache = self.decoder(new, cache=self.cache, use_cache=True)
+            if self.cache is None:
+                raise RuntimeError("the decoder returned no cache")
+            self.fed = len(self.ctx)
+        else:
+            hidden, _ = self.decoder(torch.stack(self.ctx)[None])
+        return hidden[0, -1]
+
+    # ------------------------------------------------------------------ acting
+
+    @torch.no_grad()
+    def act(self, image: np.ndarray, direction: int) -> int:
+        """The motor action for the observation (``obs['image']``, ``obs['direction']``)."""
+        t = len(self.steps)
+        if self.window is not None and t > 0 and block_start(t, self.window) == t:
+            self._rebuild(t)
+        obs = self.embedder.observe(torch.as_tensor(image)[None], torch.tensor([int(direction)]))[0]
+        self.obs.append(obs)
+        self.ctx.append(obs)
+        tokens = [(OBS, t)]
+        motor = None
+        for kind in self.layout[1:]:
+            hidden = self._feed()
+            logits = self.decoder.logits(hidden, kind)
+            self.last_logits.append(logits)
+            value = int(logits.argmax())
+            tokens.append((kind, value))
+            if kind == MOT:
+                self.context_lengths.append(len(self.ctx))
+                motor = value
+            self.ctx.append(self._embed(kind, value))
+        if motor is None:  # decoupled: the low-level decoder sees this step's tokens only
+            self.context_lengths.append(len(self.ctx) - 1)
+            step = torch.stack([obs] + self.ctx[len(self.ctx) - len(tokens) + 1 :])[None]
+            hidden, _ = self.low(step)
+            motor = int(self.low.logits(hidden[0, -1], MOT).argmax())
+        self.steps.append(tokens)
+        return motor
+
+    def grounding(self) -> tuple[int, int] | None:
+        """The last generated grounding (forward, right) offset, if the layout has one."""
+        found = dict(self.steps[-1]) if self.steps else {}
+        from zoo.deepha.vocab import GND_F, GND_R
+
+        if GND_F in found:
+            return found[GND_F] - GND_MAX, found[GND_R] - GND_MAX
+        return None
+
+
+class RandomPolicy:
+    """The reference arm: uniformly random primitive actions (needs no learning)."""
+
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+        self.context_lengths: list[int] = []
+
+    def reset(self, mission) -> None:
+        self.context_lengths = []
+
+    def act(self, image, direction) -> int:
+        self.context_lengths.append(0)
+        return int(self.rng.integers(7))
+
+
+def run_episode(policy, level: str, seed: int, horizon: int = HORIZON, env=None) -> dict:
+    """One greedy episode of ``level`` (environment seed ``seed``) cut at ``horizon`` steps.
+
+    Returns:
+        ``success`` (1.0 if the mission was completed), ``steps``, the context length at every motor decision
+        (``context``), the policy's seconds (``seconds``) and the ``actions``.
+    """
+    env = env or make_env(level)
+    obs, _ = reset(env, seed)
+    policy.reset(obs["mission"])
+    actions, seconds, reward, done = [], 0.0, 0.0, False
+    limit = min(horizon, env.unwrapped.max_steps)
+    while not done and len(actions) < limit:
+        start = time.perf_counter()
+        action = policy.act(obs["image"], obs["direction"])
+        seconds += time.perf_counter() - start
+        actions.append(action)
+        obs, reward, terminated, truncated, _ = env.step(action)
+        done = terminated or truncated
+    return {
+        "success": float(reward > 0),
+        "steps": len(actions),
+        "context": list(policy.context_lengths),
+        "seconds": seconds,
+        "actions": actions,
+    }

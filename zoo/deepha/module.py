@@ -1,0 +1,253 @@
+"""DeepHAModule: one GPT-2 decoder over the Chain-of-Action token stream (or an arm's reduced stream).
+
+See the package docstring (:mod:`zoo.deepha`) for the paper, the reconstruction and every deviation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from zoo._distributed import refuse_distributed
+from zoo._inference import PretrainedMixin
+from zoo.deepha.agent import Policy
+from zoo.deepha.model import Decoder, Embedder
+from zoo.deepha.sequences import IGNORE, step_tokens, to_arrays, training_sequences
+from zoo.deepha.vocab import ACTION_TYPES, GROUNDING, LAYOUTS, MOT, OBS, SKILL, WORD
+
+ARMS = {  # module arm -> per-step layout
+    "coa": "coa",
+    "coa_skill_only": "skill",
+    "coa_grounding_only": "grounding",
+    "flat": "flat",
+    "decoupled": "high",
+}
+INPUT_FORMAT = (
+    "BabyAI observations: obs['image'] (7x7x3 uint8 MiniGrid encoding), obs['direction'] (0..3) and "
+    "obs['mission'] (words of the 33-word vocabulary); model.policy().act(image, direction) after "
+    "policy.reset(mission) returns the primitive action 0..6"
+)
+
+
+class DeepHAModule(PretrainedMixin, pl.LightningModule):
+    """DeepHA (Chain-of-Action over skill, grounding and motor tokens) or one of its comparison arms.
+
+    Args:
+        arm: ``coa`` (the method; also runs compressed), ``coa_skill_only``, ``coa_grounding_only``, ``flat``
+            (motor only) or ``decoupled`` (a high-level decoder for skill + grounding and a low-level decoder for
+            motor, each with half the layers, sharing the token embedder).
+        d_model: Width.
+        n_layer: Decoder layers (split in two halves for ``decoupled``).
+        n_head: Attention heads.
+        max_len: Maximum context (positions) of the decoder.
+        lr: Peak AdamW learning rate (linear warm-up over 5% of the steps, cosine decay to 10%).
+        weight_decay: AdamW weight decay.
+        p_drop: Probability that a step's skill and grounding tokens are dropped in training (all-in-one
+            training on mixed action spaces); unused by ``flat`` and ``decoupled``.
+        p_compress: Probability that an episode is trained with the compressed context (else full).
+        windows: Compression windows drawn in training.
+        window: The compression window W used at inference by ``coa_compressed``.
+        seed: Seed of the drops and windows drawn in training.
+        num_threads: torch intra-op threads while fitting (0: leave as is).
+        max_batch_tokens: Sequences are sorted by length and padded in groups of at most this many tokens.
+    """
+
+    DEFAULT_PRETRAINED_CFG = {"input_format": INPUT_FORMAT}
+
+    def __init__(
+        self,
+        arm: str = "coa",
+        d_model: int = 128,
+        n_layer: int = 4,
+        n_head: int = 4,
+        max_len: int = 1024,
+        lr: float = 1e-3,
+        weight_decay: float = 0.01,
+        p_drop: float = 0.3,
+        p_compress: float = 0.5,
+        windows: tuple[int, ...] = (2, 4, 8),
+        window: int = 4,
+        seed: int = 0,
+        num_threads: int = 2,
+        max_batch_tokens: int = 8192,
+    ):
+        super().__init__()
+        if arm not in ARMS:
+            raise ValueError(f"arm: expected one of {', '.join(ARMS)}, got {arm!r}")
+        if window < 1 or any(w < 1 for w in windows):
+            raise ValueError(f"W: compression windows must be >= 1, got window={window}, windows={list(windows)}")
+        if not 0.0 <= p_drop <= 1.0 or not 0.0 <= p_compress <= 1.0:
+            raise ValueError("p_drop and p_compress must lie in [0, 1]")
+        if d_model % n_head:
+            raise ValueError(f"d_model ({d_model}) must be a multiple of n_head ({n_head})")
+        self.save_hyperparameters()
+        self.layout = LAYOUTS[ARMS[arm]]
+        self.embedder = Embedder(d_model)
+        layers = n_layer // 2 if arm == "decoupled" else n_layer
+        self.decoder = Decoder(d_model, layers, n_head, max_len)
+        self.low = Decoder(d_model, n_layer - layers, n_head, 8) if arm == "decoupled" else None
+        batch = self.collate(_example(), np.random.default_rng(0), train=False)
+        group = batch["low_groups" if self.low is not None else "groups"][0]
+        self.example_input_array = (group["types"], group["ids"], batch["images"], batch["dirs"])
+
+    # ------------------------------------------------------------------ sequences
+
+    def _steps(self, episode: dict, offset: int, drops, layout) -> list:
+        return [
+            step_tokens(layout, episode["skills"][t], episode["grounding"][t], episode["motor"][t], offset + t,
+                        bool(drops[t]))
+            for t in range(len(episode["motor"]))
+        ]  # fmt: skip
+
+    def collate(self, episodes: list[dict], rng: np.random.Generator, train: bool = True) -> dict:
+        """Padded teacher-forcing tensors of a batch of episodes for this arm (``low_*`` for ``decoupled``).
+
+        In training each step's skill and grounding tokens are dropped with ``p_drop`` and each episode is cut
+        into compressed blocks with probability ``p_compress`` (W drawn from ``windows``); in validation
+        (``train=False``) neither happens and the full context is used.
+        """
+        h = self.hparams
+        sequences, low = [], []
+        offset = 0
+        for ep in episodes:
+            steps_n = len(ep["motor"])
+            droppable = any(k in SKILL or k in GROUNDING for k in self.layout) and h.arm != "decoupled"
+            drops = rng.random(steps_n) < h.p_drop if (train and droppable) else np.zeros(steps_n, bool)
+            steps = self._steps(ep, offset, drops, self.layout)
+            window = None
+            if train and h.arm != "decoupled" and rng.random() < h.p_compress:
+                window = int(rng.choice(h.windows))
+            sequences += training_sequences(ep["mission"], steps, window)
+            if h.arm == "decoupled":
+                full = self._steps(ep, offset, np.zeros(steps_n, bool), LAYOUTS["coa"])
+                low += [(tokens, [kind == MOT for kind, _ in tokens]) for tokens in full]
+            offset += steps_n
+        out = {"groups": _groups([to_arrays(s) for s in sequences], h.max_batch_tokens)}
+        if low:
+            out["low_groups"] = _groups([to_arrays(s) for s in low], h.max_batch_tokens)
+        out["images"] = torch.from_numpy(np.concatenate([ep["images"] for ep in episodes]))
+        out["dirs"] = torch.from_numpy(np.concatenate([np.asarray(ep["dirs"]) for ep in episodes]))
+        return out
+
+    # ------------------------------------------------------------------ forward and loss
+
+    def forward(self, types, ids, images, dirs):
+        """Motor logits ``[B, L, 7]`` at every position of padded token sequences (teacher forcing)."""
+        obs = self.embedder.observe(images, dirs)
+        decoder = self.low if self.low is not None else self.decoder
+        hidden, _ = decoder(self.embedder(types, ids, obs))
+        return decoder.logits(hidden, MOT)
+
+    def _losses(self, decoder, groups: list[dict], obs: torch.Tensor) -> dict[int, torch.Tensor]:
+        sums: dict[int, torch.Tensor] = {}
+        counts: dict[int, int] = {}
+        for group in groups:
+            hidden, _ = decoder(self.embedder(group["types"], group["ids"], obs))
+            for kind in ACTION_TYPES:
+                select = group["target_types"] == kind
+                if select.any():
+                    logits = decoder.logits(hidden[select], kind)
+                    ce = F.cross_entropy(logits, group["targets"][select], reduction="sum")
+                    sums[kind] = sums.get(kind, 0.0) + ce
+                    counts[kind] = counts.get(kind, 0) + int(select.sum())
+        return {kind: sums[kind] / counts[kind] for kind in sums}
+
+    def loss(self, batch: dict) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
+        """Sum over action types of the mean cross-entropy of that type's tokens (weights 1.0 each)."""
+        obs = self.embedder.observe(batch["images"], batch["dirs"])
+        losses = self._losses(self.decoder, batch["groups"], obs)
+        if self.low is not None:
+            losses[MOT] = self._losses(self.low, batch["low_groups"], obs)[MOT]
+        return sum(losses.values()), losses
+
+    def training_step(self, batch, batch_idx):
+        rng = np.random.default_rng([self.hparams.seed, self.global_step, batch_idx])
+        loss, parts = self.loss(self.collate(batch, rng, train=True))
+        self.log("train_loss", loss, prog_bar=True, batch_size=len(batch))
+        if MOT in parts:
+            self.log("train_motor_ce", parts[MOT], batch_size=len(batch))
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        loss, parts = self.loss(self.collate(batch, np.random.default_rng(0), train=False))
+        self.log("val_loss", loss, prog_bar=True, batch_size=len(batch))
+        self.log("val_motor_ce", parts[MOT], batch_size=len(batch))
+
+    # ------------------------------------------------------------------ acting
+
+    def policy(self, window: int | None = None, use_cache: bool = True) -> Policy:
+        """A greedy agent; ``window`` compresses the context (the method's ``coa_compressed`` uses W = 4)."""
+        self.eval()
+        return Policy(self.embedder, self.decoder, self.layout, window, use_cache, self.low)
+
+    # ------------------------------------------------------------------ fit
+
+    def setup(self, stage: str) -> None:
+        refuse_distributed(self, "the demo cache and the per-step random drops assume one process", stage)
+
+    def on_fit_start(self) -> None:
+        if self.hparams.num_threads:
+            torch.set_num_threads(self.hparams.num_threads)
+
+    def configure_optimizers(self):
+        h = self.hparams
+        decay = [p for n, p in self.named_parameters() if p.requires_grad and p.ndim >= 2 and "wpe" not in n]
+        rest = [p for n, p in self.named_parameters() if p.requires_grad and not (p.ndim >= 2 and "wpe" not in n)]
+        optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": h.weight_decay}, {"params": rest, "weight_decay": 0.0}], lr=h.lr
+        )
+        total = max(1, int(self.trainer.estimated_stepping_batches))
+        warm = max(1, total // 20)
+
+        def schedule(step: int) -> float:
+            if step < warm:
+                return (step + 1) / warm
+            progress = min(1.0, (step - warm) / max(1, total - warm))
+            return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
+
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+    def export_metadata(self) -> dict:
+        return {"layout": [int(k) for k in self.layout], "window": self.hparams.window, "token_types": _TYPES}
+
+
+_TYPES = {"word": WORD, "obs": OBS, "skill": list(SKILL), "grounding": list(GROUNDING), "motor": MOT}
+
+
+def _groups(arrays: list[tuple[np.ndarray, ...]], max_tokens: int) -> list[dict[str, torch.Tensor]]:
+    """Sort sequences by length and pad them in groups of at most ``max_tokens`` padded tokens."""
+    order = sorted(range(len(arrays)), key=lambda i: len(arrays[i][0]))
+    groups, current = [], []
+    for i in order:
+        if current and (len(current) + 1) * len(arrays[i][0]) > max_tokens:
+            groups.append(_pad([arrays[j] for j in current]))
+            current = []
+        current.append(i)
+    groups.append(_pad([arrays[j] for j in current]))
+    return groups
+
+
+def _pad(arrays: list[tuple[np.ndarray, ...]]) -> dict[str, torch.Tensor]:
+    length = max(len(a[0]) for a in arrays)
+    out = {
+        "types": np.full((len(arrays), length), WORD, dtype=np.int64),
+        "ids": np.zeros((len(arrays), length), dtype=np.int64),
+        "targets": np.full((len(arrays), length), IGNORE, dtype=np.int64),
+        "target_types": np.full((len(arrays), length), -1, dtype=np.int64),
+    }
+    for row, (types, ids, targets, target_types) in enumerate(arrays):
+        n = len(types)
+        out["types"][row, :n], out["ids"][row, :n] = types, ids
+        out["targets"][row, :n], out["target_types"][row, :n] = targets, target_types
+    return {k: torch.from_numpy(v) for k, v in out.items()}
+
+
+def _example() -> list[dict]:
+    from zoo.deepha.data import example_batch
+
+    return example_batch()
