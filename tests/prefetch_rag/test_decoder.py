@@ -27,6 +27,8 @@ def _vector(text: str) -> np.ndarray:
 def setup():
     from zoo.common.text import train_bpe
 
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one-token forwards: a second thread only adds contention
     docs = [text for _, _, text in C.fact_documents()[:200]]
     lead_ins = [t for pools in C.LEAD_INS.values() for lead in pools.values() for t in lead]
     tokens = Tokens(train_bpe(docs + lead_ins + [C.INTRO, C.SWITCH, C.QUESTION], vocab_size=1000))
@@ -37,7 +39,8 @@ def setup():
     predictor = RetrievalPredictor(32, 8, 2).eval()
     head = QueryGenerator(32).eval()
     questions = C.question_set("val", 2, 1, seed=3)
-    return tokens, lm, retriever, predictor, head, questions
+    yield tokens, lm, retriever, predictor, head, questions
+    torch.set_num_threads(threads)
 
 
 def _decoder(setup, **hyper):

@@ -309,6 +309,7 @@ class Decoder:
                 feed(self.tokens.segment(segment, first=i == 0), slot_index if slot_index < n_slots else -1)
                 continue
             generated: list[int] = []
+            slot_start = len(session.answer)
             spiked = False  # a slot triggers at most one spike
             for _ in range(hp.max_slot_tokens):
                 if arm.retrieval == "active" and not spiked and float(entropy(session.logits)) > hp.theta:
@@ -326,6 +327,8 @@ class Decoder:
             trace.predicted.append(self.tokens.decode(generated).strip())
             trace.gold.append(segment.text)
             slot_index += 1
+            if state["first_fire"] is not None and state["first_fire"] < slot_start:
+                state["first_fire"] = None  # a fire before a slot that did not spike is no lead for a later spike
         if state["pending"] is not None:
             cancel()
         trace.latency_ms = clock.now

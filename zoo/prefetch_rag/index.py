@@ -76,10 +76,17 @@ def kb_embeddings(texts: list[str], verbose: bool = False) -> np.ndarray:
     path = cache_dir() / f"kb_{digest}.npy"
     if path.is_file():
         return np.load(path)
+    import torch
+
     from zoo.common.minilm import embed
 
     start = time.perf_counter()
-    vectors = embed(texts, batch_size=64)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # large batches: both cores help (the decoder itself runs on one thread)
+    try:
+        vectors = embed(texts, batch_size=64)
+    finally:
+        torch.set_num_threads(threads)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.save(path, vectors)
     if verbose:

@@ -55,16 +55,13 @@ import torch.nn.functional as F
 
 from zoo._distributed import refuse_distributed
 from zoo._inference import PretrainedMixin
+from zoo.prefetch_rag import INPUT_FORMAT
 from zoo.prefetch_rag.clock import ClockConstants
 from zoo.prefetch_rag.decoder import Decoder, Hyper
 from zoo.prefetch_rag.heads import QueryGenerator, RetrievalPredictor, cosine_loss, spike_labels
 from zoo.prefetch_rag.lm import LMConfig, Tokens, build_lm
 
 TOKENIZER_FILE = "tokenizer.json"
-INPUT_FORMAT = (
-    "a prefetch_rag Question (zoo.prefetch_rag.corpus) decoded by model.decoder(retriever).answer(question, arm); "
-    "the LM reads '[documents] <eos> question <eos> answer' tokenised by the checkpoint's tokenizer.json"
-)
 
 
 class PrefetchRAGModule(PretrainedMixin, pl.LightningModule):

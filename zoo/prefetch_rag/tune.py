@@ -62,7 +62,13 @@ def tune(module, retriever, encoder=None) -> dict:
         "sync_active": {"em": reference["em_all"], "latency_ms": reference["latency_ms_mean"]},
         "theta_choice": module.stage2.get("theta_choice") if module.stage2 else None,
         "arms": {},
+        "references": {},  # the headroom check on validation (no tuning)
     }
+    for arm in ("no_retrieval", "single_shot"):
+        metrics = run_arm(module.decoder(retriever, encoder), questions, arm)
+        record["references"][arm] = {"em": metrics["em"], "em_multi": metrics["em_multi"]}
+    record["sync_active"].update(em_single=reference["em"], em_multi=reference["em_multi"])
+    print("validation headroom:", record["sync_active"], record["references"])
     for arm, grid in GRIDS.items():
         trials = []
         for config in grid:
@@ -92,13 +98,18 @@ def load() -> dict:
 
 
 def main() -> None:
+    import sys
+
     import torch
 
     import zoo
     from zoo.prefetch_rag.index import build_retriever
 
     torch.set_num_threads(1)
-    module = zoo.load("prefetch_rag", pretrained=True)
+    if len(sys.argv) > 1:  # an exported folder
+        module = zoo.load_folder(sys.argv[1])
+    else:
+        module = zoo.load("prefetch_rag", pretrained=True)
     record = tune(module, build_retriever())
     TUNING_FILE.write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps({arm: r["best"] for arm, r in record["arms"].items()}))
