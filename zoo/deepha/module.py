@@ -19,6 +19,7 @@ from zoo.deepha.model import Decoder, Embedder
 from zoo.deepha.sequences import IGNORE, step_tokens, to_arrays, training_sequences
 from zoo.deepha.vocab import ACTION_TYPES, GROUNDING, LAYOUTS, MOT, OBS, SKILL, WORD
 
+COMPRESSED_ARMS = ("coa", "coa_skill_only")
 ARMS = {  # module arm -> per-step layout
     "coa": "coa",
     "coa_skill_only": "skill",
@@ -48,7 +49,10 @@ class DeepHAModule(PretrainedMixin, pl.LightningModule):
         weight_decay: AdamW weight decay.
         p_drop: Probability that a step's skill and grounding tokens are dropped in training (all-in-one
             training on mixed action spaces); unused by ``flat`` and ``decoupled``.
-        p_compress: Probability that an episode is trained with the compressed context (else full).
+        p_compress: Probability that an episode is trained with the compressed context (else full); only
+            ``coa`` and ``coa_skill_only`` (the others have no skill memory to compress to, and act in full).
+        block_keep: Fraction of a compressed episode's W-blocks trained (each block repeats the mission and the
+            compressed prefix, so all of them would double the tokens of an epoch).
         windows: Compression windows drawn in training.
         window: The compression window W used at inference by ``coa_compressed``.
         seed: Seed of the drops and windows drawn in training.
@@ -74,14 +78,15 @@ class DeepHAModule(PretrainedMixin, pl.LightningModule):
         seed: int = 0,
         num_threads: int = 2,
         max_batch_tokens: int = 8192,
+        block_keep: float = 0.5,
     ):
         super().__init__()
         if arm not in ARMS:
             raise ValueError(f"arm: expected one of {', '.join(ARMS)}, got {arm!r}")
         if window < 1 or any(w < 1 for w in windows):
             raise ValueError(f"W: compression windows must be >= 1, got window={window}, windows={list(windows)}")
-        if not 0.0 <= p_drop <= 1.0 or not 0.0 <= p_compress <= 1.0:
-            raise ValueError("p_drop and p_compress must lie in [0, 1]")
+        if not 0.0 <= p_drop <= 1.0 or not 0.0 <= p_compress <= 1.0 or not 0.0 < block_keep <= 1.0:
+            raise ValueError("p_drop and p_compress must lie in [0, 1], block_keep in (0, 1]")
         if d_model % n_head:
             raise ValueError(f"d_model ({d_model}) must be a multiple of n_head ({n_head})")
         self.save_hyperparameters()
@@ -119,9 +124,14 @@ class DeepHAModule(PretrainedMixin, pl.LightningModule):
             drops = rng.random(steps_n) < h.p_drop if (train and droppable) else np.zeros(steps_n, bool)
             steps = self._steps(ep, offset, drops, self.layout)
             window = None
-            if train and h.arm != "decoupled" and rng.random() < h.p_compress:
+            if train and h.arm in COMPRESSED_ARMS and rng.random() < h.p_compress:
                 window = int(rng.choice(h.windows))
-            sequences += training_sequences(ep["mission"], steps, window)
+            blocks = training_sequences(ep["mission"], steps, window)
+            if window is not None:  # a random half of the blocks: each repeats the mission and the prefix
+                keep = rng.random(len(blocks)) < h.block_keep
+                keep[rng.integers(len(blocks))] = True
+                blocks = [b for b, k in zip(blocks, keep, strict=True) if k]
+            sequences += blocks
             if h.arm == "decoupled":
                 full = self._steps(ep, offset, np.zeros(steps_n, bool), LAYOUTS["coa"])
                 low += [(tokens, [kind == MOT for kind, _ in tokens]) for tokens in full]
