@@ -61,3 +61,18 @@ def test_random_reference_runs():
 
     result = run_episode(RandomPolicy(0), "GoToLocal", 1)
     assert result["steps"] >= 1 and np.all(np.asarray(result["actions"]) < 7)
+
+
+@pytest.mark.parametrize("arm,window", [("coa", None), ("coa", 4), ("decoupled", None)])
+def test_batched_episodes_match_one_at_a_time(arm, window):
+    from zoo.deepha.agent import run_episodes
+    from zoo.deepha.demos import split_seed
+    from zoo.deepha.module import DeepHAModule
+
+    torch.manual_seed(1)
+    module = DeepHAModule(arm=arm).eval()
+    seeds = [split_seed("validation", "PickupLoc", i) for i in range(4)]
+    single = [run_episode(module.policy(window=window), "PickupLoc", s, horizon=9) for s in seeds]
+    batch = run_episodes(module.batch_policy(window), "PickupLoc", seeds, horizon=9)
+    for a, b in zip(single, batch, strict=True):
+        assert a["actions"] == b["actions"] and a["context"] == b["context"] and a["success"] == b["success"]

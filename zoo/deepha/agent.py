@@ -158,3 +158,121 @@ def run_episode(policy, level: str, seed: int, horizon: int = HORIZON, env=None)
         "seconds": seconds,
         "actions": actions,
     }
+
+
+class BatchPolicy:
+    """:class:`Policy` over a batch of episodes in lockstep (for success rates; latency is timed unbatched).
+
+    Rows of different lengths (missions, compressed prefixes) are left-padded and masked; positions are each
+    row's own (re-indexed from 0 at its first real token), so a row sees exactly the context of :class:`Policy`.
+    Every row appends the same number of tokens per call, and rows rebuild together (all rows are at the same
+    step). Finished rows keep stepping on their last observation; their outputs are ignored.
+    """
+
+    def __init__(self, embedder, decoder, layout="coa", window: int | None = None, low=None):
+        if window is not None and window < 1:
+            raise ValueError(f"W: the compression window must be >= 1, got {window}")
+        self.embedder, self.decoder, self.low = embedder, decoder, low
+        self.layout = LAYOUTS[layout] if isinstance(layout, str) else tuple(layout)
+        self.window = window
+
+    @torch.no_grad()
+    def _embed(self, kinds, values) -> torch.Tensor:
+        return self.embedder(torch.tensor([list(kinds)]), torch.tensor([list(values)]))[0]
+
+    @torch.no_grad()
+    def _embed_column(self, kind: int, values) -> torch.Tensor:
+        values = torch.as_tensor(values)
+        return self.embedder(torch.full_like(values, kind)[:, None], values[:, None])[:, 0]
+
+    def reset(self, missions: list[str]) -> None:
+        self.missions = [mission_tokens(m) if isinstance(m, str) else list(m) for m in missions]
+        self.steps = [[] for _ in missions]
+        self.context_lengths = [[] for _ in missions]
+
+    @torch.no_grad()
+    def _start(self, rows: list[torch.Tensor]) -> torch.Tensor:
+        """Feed per-row token embeddings of different lengths from scratch (left-padded); last hidden states."""
+        longest = max(len(r) for r in rows)
+        embeds = torch.zeros(len(rows), longest, rows[0].shape[-1])
+        self.mask = torch.zeros(len(rows), longest, dtype=torch.long)
+        positions = torch.zeros(len(rows), longest, dtype=torch.long)
+        for i, row in enumerate(rows):
+            embeds[i, longest - len(row) :] = row
+            self.mask[i, longest - len(row) :] = 1
+            positions[i, longest - len(row) :] = torch.arange(len(row))
+        self.length = torch.tensor([len(r) for r in rows])
+        hidden, self.cache = self.decoder(embeds, positions, None, True, self.mask)
+        return hidden[:, -1]
+
+    @torch.no_grad()
+    def _extend(self, new: torch.Tensor) -> torch.Tensor:
+        count = new.shape[1]
+        positions = self.length[:, None] + torch.arange(count)[None]
+        self.mask = torch.cat([self.mask, torch.ones(len(new), count, dtype=torch.long)], dim=1)
+        hidden, self.cache = self.decoder(new, positions, self.cache, True, self.mask)
+        self.length = self.length + count
+        return hidden[:, -1]
+
+    @torch.no_grad()
+    def act(self, images: np.ndarray, dirs: np.ndarray) -> np.ndarray:
+        """Motor actions ``[B]`` for the batch's observations ``[B, 7, 7, 3]`` and directions ``[B]``."""
+        t = len(self.steps[0])
+        obs = self.embedder.observe(torch.as_tensor(np.asarray(images)), torch.as_tensor(np.asarray(dirs)))
+        if t == 0 or (self.window is not None and block_start(t, self.window) == t):
+            rows = []
+            for i, mission in enumerate(self.missions):
+                prefix = compressed_prefix(self.steps[i], t) if self.window is not None else []
+                tokens = [(WORD, w) for w in mission] + prefix
+                kinds, values = zip(*tokens, strict=True)
+                rows.append(torch.cat([self._embed(kinds, values), obs[i : i + 1]]))
+            hidden = self._start(rows)
+        else:
+            hidden = self._extend(torch.stack([self.pending, obs], dim=1))
+        generated = {OBS: [t] * len(obs)}
+        last = len(self.layout) - 2
+        for n, kind in enumerate(self.layout[1:]):
+            values = self.decoder.logits(hidden, kind).argmax(-1)
+            generated[kind] = values.tolist()
+            embeds = self._embed_column(kind, values)
+            if n == last:  # the step's last token joins the cache with the next OBS
+                self.pending = embeds
+                for i in range(len(obs)):
+                    self.context_lengths[i].append(int(self.length[i]))
+            else:
+                hidden = self._extend(embeds[:, None])
+        for i in range(len(obs)):
+            self.steps[i].append([(kind, generated[kind][i]) for kind in self.layout])
+        if MOT in generated:
+            return np.asarray(generated[MOT])
+        tokens = [self._embed_column(k, generated[k]) for k in self.layout[1:]]
+        hidden, _ = self.low(torch.stack([obs, *tokens], dim=1))
+        return self.low.logits(hidden[:, -1], MOT).argmax(-1).numpy()
+
+
+def run_episodes(policy: BatchPolicy, level: str, seeds: list[int], horizon: int = HORIZON) -> list[dict]:
+    """Greedy episodes of ``level``, one per seed, in lockstep (the same actions as :func:`run_episode`)."""
+    envs = [make_env(level) for _ in seeds]
+    observations = [reset(env, seed)[0] for env, seed in zip(envs, seeds, strict=True)]
+    policy.reset([o["mission"] for o in observations])
+    limits = [min(horizon, env.unwrapped.max_steps) for env in envs]
+    done = [False] * len(envs)
+    rewards, actions = [0.0] * len(envs), [[] for _ in envs]
+    while not all(done):
+        images = np.stack([o["image"] for o in observations])
+        chosen = policy.act(images, np.array([o["direction"] for o in observations]))
+        for i, env in enumerate(envs):
+            if done[i]:
+                continue
+            actions[i].append(int(chosen[i]))
+            observations[i], rewards[i], terminated, truncated, _ = env.step(int(chosen[i]))
+            done[i] = terminated or truncated or len(actions[i]) >= limits[i]
+    return [
+        {
+            "success": float(rewards[i] > 0),
+            "steps": len(actions[i]),
+            "actions": actions[i],
+            "context": policy.context_lengths[i][: len(actions[i])],
+        }
+        for i in range(len(envs))
+    ]

@@ -14,15 +14,15 @@ Arms (every trained arm: the same decoder width, 1.27-1.28M parameters, and the 
 Per arm and seed: ``success_<level>`` on ``test_episodes`` held-out test-seed episodes of each training level
 and GoTo, ``success_multistep`` (PutNextLocal, UnlockLocal, Synth), ``success_all`` (the five training levels),
 ``success_goto``; ``context_tokens_mean`` and ``ms_per_step`` over the steps of Synth, GoTo and BossLevel
-(``boss_episodes`` of it), where episodes outlast W; ``coa_compressed`` adds ``ms_per_step_recompute`` (the
-same compressed policy without the cache, on ``recompute_episodes`` Synth episodes), ``kv_speedup`` and
-``identical_actions`` (fraction of those episodes whose greedy actions match exactly). Rollouts use one torch
-thread (faster than two for single-token steps). Seeds are training seeds; the test episodes are the same.
+(``boss_episodes`` of it), where episodes outlast W; ``ms_per_step`` over ``latency_episodes`` Synth episodes
+played one at a time; ``coa_compressed`` adds ``ms_per_step_recompute`` (the same compressed policy without the
+cache, same episodes), ``kv_speedup`` and ``identical_actions`` (fraction of those episodes whose greedy actions
+match exactly). Success rates come from lockstep batches of 50 episodes (:class:`~zoo.deepha.agent.BatchPolicy`,
+the same actions as one at a time: tests/deepha). Rollouts use one torch thread (faster than two for
+single-token steps). Seeds are training seeds; the test episodes are the same for every seed.
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 
@@ -45,7 +45,7 @@ PROTOCOL = Protocol(
     settings={
         "test_episodes": Setting(50, "held-out test-seed episodes per level (the spec's 100 trimmed to 50)", minimum=1),
         "boss_episodes": Setting(20, "BossLevel test episodes (context length and latency only)", minimum=0),
-        "recompute_episodes": Setting(10, "Synth episodes timed with and without the KV cache", minimum=1),
+        "latency_episodes": Setting(10, "Synth episodes timed one at a time (and without the KV cache)", minimum=1),
         "window": Setting(4, "compression window W of coa_compressed at inference", minimum=1),
         "horizon": Setting(128, "episode cut (a cut episode failed); 7 x 128 tokens fit the 1024 positions", minimum=1),
     },
@@ -76,12 +76,16 @@ def model_for(arm: str, run):
     return run.load(arm, base="coa_compressed", overrides=_OVERRIDES[arm])
 
 
-def episodes(policy, level: str, split: str, count: int, horizon: int) -> list[dict]:
-    """Greedy episodes ``0..count-1`` of ``level`` on ``split`` seeds."""
-    from zoo.deepha.agent import run_episode
+def episodes(make_policy, level: str, split: str, count: int, horizon: int, batch: int = 50) -> list[dict]:
+    """Greedy episodes ``0..count-1`` of ``level`` on ``split`` seeds (in lockstep batches when the arm can)."""
+    from zoo.deepha.agent import BatchPolicy, run_episode, run_episodes
 
+    seeds = [split_seed(split, level, i) for i in range(count)]
+    policy = make_policy(batch=True)
+    if isinstance(policy, BatchPolicy):
+        return [r for i in range(0, count, batch) for r in run_episodes(policy, level, seeds[i : i + batch], horizon)]
     env = make_env(level)
-    return [run_episode(policy, level, split_seed(split, level, i), horizon, env) for i in range(count)]
+    return [run_episode(make_policy(), level, seed, horizon, env) for seed in seeds]
 
 
 def score_policy(make_policy, settings, split: str = "test", recompute: bool = False) -> dict[str, float]:
@@ -92,51 +96,59 @@ def score_policy(make_policy, settings, split: str = "test", recompute: bool = F
     torch.set_num_threads(1)
     try:
         n, horizon = settings["test_episodes"], settings["horizon"]
-        runs = {level: episodes(make_policy(), level, split, n, horizon) for level in (*TRAIN_LEVELS, "GoTo")}
+        runs = {level: episodes(make_policy, level, split, n, horizon) for level in (*TRAIN_LEVELS, "GoTo")}
         if settings["boss_episodes"]:
-            runs["BossLevel"] = episodes(make_policy(), "BossLevel", split, settings["boss_episodes"], horizon)
+            runs["BossLevel"] = episodes(make_policy, "BossLevel", split, settings["boss_episodes"], horizon)
         out = {f"success_{level.lower()}": float(np.mean([r["success"] for r in eps])) for level, eps in runs.items()}
         out["success_multistep"] = float(np.mean([out[f"success_{lv.lower()}"] for lv in MULTISTEP_LEVELS]))
         out["success_all"] = float(np.mean([out[f"success_{lv.lower()}"] for lv in TRAIN_LEVELS]))
-        out["success_goto"] = out["success_goto"]
-        long = [r for level in CONTEXT_LEVELS if level in runs for r in runs[level]]
-        contexts = [c for r in long for c in r["context"]]
+        contexts = [c for level in CONTEXT_LEVELS if level in runs for r in runs[level] for c in r["context"]]
         out["context_tokens_mean"] = float(np.mean(contexts)) if contexts else 0.0
-        out["ms_per_step"] = 1000 * sum(r["seconds"] for r in long) / max(1, sum(r["steps"] for r in long))
-        if recompute:
-            out.update(kv_check(make_policy, settings, split))
+        out.update(latency(make_policy, settings, split, recompute))
         return out
     finally:
         torch.set_num_threads(saved)
 
 
-def kv_check(make_policy, settings, split: str = "test") -> dict[str, float]:
-    """The same Synth episodes with the KV cache and recomputing the context: latency and identical outputs."""
-    count, horizon = settings["recompute_episodes"], settings["horizon"]
-    cached = episodes(make_policy(True), "Synth", split, count, horizon)
-    started = time.perf_counter()
-    recomputed = episodes(make_policy(False), "Synth", split, count, horizon)
-    del started
-    steps = max(1, sum(r["steps"] for r in cached))
-    ms_cached = 1000 * sum(r["seconds"] for r in cached) / steps
-    ms_recompute = 1000 * sum(r["seconds"] for r in recomputed) / max(1, sum(r["steps"] for r in recomputed))
-    same = np.mean([a["actions"] == b["actions"] for a, b in zip(cached, recomputed, strict=True)])
-    return {
-        "ms_per_step_cached": ms_cached,
-        "ms_per_step_recompute": ms_recompute,
-        "kv_speedup": ms_recompute / ms_cached,
-        "identical_actions": float(same),
-    }
+def latency(make_policy, settings, split: str = "test", recompute: bool = False) -> dict[str, float]:
+    """ms per step of one episode at a time on Synth; with ``recompute`` also without the KV cache.
+
+    The same ``latency_episodes`` Synth episodes run with the cache and recomputing the context for every
+    token: ``ms_per_step_recompute``, ``kv_speedup`` and ``identical_actions`` (fraction of episodes whose greedy
+    actions are identical).
+    """
+    from zoo.deepha.agent import run_episode
+
+    env = make_env("Synth")
+    seeds = [split_seed(split, "Synth", i) for i in range(settings["latency_episodes"])]
+
+    def timed(use_cache):
+        runs = [run_episode(make_policy(use_cache=use_cache), "Synth", s, settings["horizon"], env) for s in seeds]
+        return runs, 1000 * sum(r["seconds"] for r in runs) / max(1, sum(r["steps"] for r in runs))
+
+    cached, ms_cached = timed(True)
+    out = {"ms_per_step": ms_cached}
+    if recompute:
+        recomputed, ms_recompute = timed(False)
+        same = np.mean([a["actions"] == b["actions"] for a, b in zip(cached, recomputed, strict=True)])
+        out.update(
+            {"ms_per_step_recompute": ms_recompute, "kv_speedup": ms_recompute / ms_cached, "identical_actions": same}
+        )
+    return out
 
 
 def policy_factory(arm: str, model, settings, seed: int = 0):
-    """A function returning a fresh greedy policy for ``arm`` (``use_cache`` switchable for the KV check)."""
+    """``make(use_cache=True, batch=False)``: a fresh greedy policy for ``arm`` (batched or one episode)."""
     from zoo.deepha.agent import RandomPolicy
 
     if arm == "reference_random":
-        return lambda use_cache=True: RandomPolicy(seed)
+        return lambda use_cache=True, batch=False: RandomPolicy(seed)
     window = settings["window"] if arm == "coa_compressed" else None
-    return lambda use_cache=True: model.policy(window=window, use_cache=use_cache)
+
+    def make(use_cache=True, batch=False):
+        return model.batch_policy(window) if batch else model.policy(window=window, use_cache=use_cache)
+
+    return make
 
 
 def measure(arm: str, run) -> dict[str, float]:
@@ -190,7 +202,8 @@ def score_pretrained(module, limit: int | None = None) -> dict[str, float]:
     torch.set_num_threads(1)
     try:
         window = module.hparams.window if module.hparams.arm == "coa" else None
-        runs = episodes(module.policy(window=window), "PutNextLocal", "test", limit or 50, 128)
+        runs = episodes(lambda batch=False, use_cache=True: module.batch_policy(window), "PutNextLocal", "test",
+                        limit or 50, 128)  # fmt: skip
     finally:
         torch.set_num_threads(saved)
     return {"success_putnextlocal": float(np.mean([r["success"] for r in runs]))}

@@ -72,8 +72,13 @@ class Decoder(nn.Module):
         self.gpt.wte.weight.requires_grad_(False)  # unused: inputs come as embeddings
         self.heads = nn.ModuleDict({str(k): nn.Linear(d_model, TYPE_SIZES[k]) for k in ACTION_TYPES})
 
-    def forward(self, embeds: torch.Tensor, positions: torch.Tensor | None = None, cache=None, use_cache=False):
-        """Hidden states ``[B, L, d]`` (and the cache) of ``embeds`` at ``positions`` after ``cache``'s prefix."""
+    def forward(
+        self, embeds: torch.Tensor, positions: torch.Tensor | None = None, cache=None, use_cache=False, mask=None
+    ):
+        """Hidden states ``[B, L, d]`` (and the cache) of ``embeds`` at ``positions`` after ``cache``'s prefix.
+
+        ``mask`` (``[B, past + L]``, 1 = real token) hides left padding when rows of a batch differ in length.
+        """
         past = cache.get_seq_length() if cache is not None else 0
         if positions is None:
             positions = torch.arange(past, past + embeds.shape[1], device=embeds.device).expand(embeds.shape[0], -1)
@@ -81,7 +86,9 @@ class Decoder(nn.Module):
             raise ValueError(
                 f"context: position {int(positions.max())} passes the maximum length {self.max_len} of the decoder"
             )
-        out = self.gpt(inputs_embeds=embeds, position_ids=positions, cache=cache, use_cache=use_cache)
+        out = self.gpt(
+            inputs_embeds=embeds, position_ids=positions, cache=cache, use_cache=use_cache, attention_mask=mask
+        )
         return out.last_hidden_state, out.cache
 
     def logits(self, hidden: torch.Tensor, kind: int) -> torch.Tensor:

@@ -194,6 +194,13 @@ class DeepHAModule(PretrainedMixin, pl.LightningModule):
         self.eval()
         return Policy(self.embedder, self.decoder, self.layout, window, use_cache, self.low)
 
+    def batch_policy(self, window: int | None = None):
+        """The same greedy agent over a batch of episodes in lockstep (:class:`~zoo.deepha.agent.BatchPolicy`)."""
+        from zoo.deepha.agent import BatchPolicy
+
+        self.eval()
+        return BatchPolicy(self.embedder, self.decoder, self.layout, window, self.low)
+
     # ------------------------------------------------------------------ fit
 
     def setup(self, stage: str) -> None:
