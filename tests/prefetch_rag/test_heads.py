@@ -79,3 +79,32 @@ def test_empty_knowledge_base_is_refused():
 
     with pytest.raises(ValueError, match="knowledge base is empty"):
         Retriever([], np.zeros((0, 384), np.float32))
+
+
+def test_counterfactual_training_sequences_copy_from_their_documents():
+    pytest.importorskip("countryinfo")
+    import random
+    import re
+
+    from zoo.common.text import train_bpe
+    from zoo.prefetch_rag import corpus as C
+    from zoo.prefetch_rag.lm import Tokens, training_sequence
+
+    lead_ins = [t for pools in C.LEAD_INS.values() for lead in pools.values() for t in lead] * 5
+    texts = [text for _, _, text in C.fact_documents()] + lead_ins + [C.INTRO, C.SWITCH, C.QUESTION] * 50
+    tokens = Tokens(train_bpe(texts, vocab_size=2000))
+    patterns = [re.compile(re.escape(t).replace(r"\{c\}", "(.+?)").replace(r"\{v\}", "(.+?)") + "$")
+                for t in C.DOC_TEMPLATES.values()]  # fmt: skip
+    rng = random.Random(0)
+    with_docs = true_values = 0
+    for _ in range(60):
+        ids, labels = training_sequence(tokens, rng, C.country_split()["lm"], ("A distractor text.",))
+        assert len(ids) == len(labels)
+        start = next(i for i, x in enumerate(labels) if x != -100)
+        context, answer = tokens.decode(ids[:start]), tokens.decode(labels[start:])
+        stated = [m.groups() for d in context.split(".") for p in patterns if (m := p.match(d.strip() + "."))]
+        if stated and answer.endswith("."):  # (an answer cut at 256 tokens may lose its slots)
+            with_docs += 1
+            assert any(f" {value}." in answer for _, value in stated)  # a gold document states a slot's value
+            true_values += sum(C.facts()[country].get(a) == v for country, v in stated for a in C.ATTRIBUTES)
+    assert with_docs >= 40 and true_values <= with_docs  # the values are drawn at random, rarely the true ones

@@ -208,9 +208,16 @@ def country_split() -> dict[str, tuple[str, ...]]:
     }
 
 
-def fact_document(country: str, attribute: str) -> str:
-    """The knowledge-base document of one fact."""
-    return DOC_TEMPLATES[attribute].format(c=country, v=facts()[country][attribute])
+def fact_document(country: str, attribute: str, value: str | None = None) -> str:
+    """The knowledge-base document of one fact (``value`` overrides the true value: counterfactual training)."""
+    return DOC_TEMPLATES[attribute].format(c=country, v=facts()[country][attribute] if value is None else value)
+
+
+@lru_cache(maxsize=1)
+def values_by_attribute() -> dict[str, tuple[str, ...]]:
+    """Every distinct value of each attribute (the pool counterfactual values are drawn from)."""
+    table = facts()
+    return {a: tuple(sorted({v[a] for v in table.values()})) for a in ATTRIBUTES}
 
 
 @lru_cache(maxsize=1)
