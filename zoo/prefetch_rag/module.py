@@ -28,7 +28,8 @@ Reconstruction choices and deviations (R):
   documents and 0-2 distractors). Facts are **counterfactual** in training (every fact of a sequence gets a random
   value of its attribute, in the answer and the documents alike), so the LM learns to copy rather than memorise:
   the first recipe run with true values memorised the 97 training countries and copied nothing (validation EM
-  3%, with the gold documents in context too). At test time the facts are true and the countries unseen. Stage 2 (``on_train_end``, LM frozen): (a) theta is chosen on the validation
+  3%, with the gold documents in context too). At test time the facts are true and the countries unseen.
+  Stage 2 (``on_train_end``, LM frozen): (a) theta is chosen on the validation
   questions (``val`` countries, val lead-ins) among ``theta_grid`` by the synchronous baseline: the highest EM,
   ties within 1 point broken by the lowest latency; (b) the synchronous baseline at that theta runs over the
   ``heads`` questions (countries the LM never saw, train lead-ins) and its spikes label every position (spike in
