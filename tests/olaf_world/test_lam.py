@@ -114,3 +114,12 @@ def test_tau_width_that_does_not_match_the_head_raises():
     model = OlafLAMModule(**TINY)
     with pytest.raises(ValueError, match="tau has width 64 but the trajectory head predicts 1280"):
         model.losses({"videos": torch.rand(2, 4, 64, 64, 3), "tau": torch.randn(2, 64)})
+
+
+def test_residual_decoder_starts_as_the_copy_of_the_previous_frame():
+    torch.manual_seed(0)
+    videos = torch.rand(2, 3, 64, 64, 3)
+    recon = LatentActionModel(**TINY).eval()(videos, sample=False)["recon"]
+    torch.testing.assert_close(recon, videos[:, :-1].clamp(1e-3, 1 - 1e-3), atol=1e-5, rtol=0)
+    plain = LatentActionModel(**TINY, residual=False).eval()(videos, sample=False)["recon"]
+    assert (plain - videos[:, :-1]).abs().mean() > 0.1

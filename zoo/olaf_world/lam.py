@@ -112,6 +112,9 @@ class LatentActionModel(nn.Module):
         latent_dim: Width of z.
         max_frames: Longest clip (temporal position embeddings).
         causal: Causal temporal attention (the released configs).
+        residual: Add the decoder's output to the logits of the previous frame before the sigmoid, with the
+            output layer zero-initialised, so the untrained decoder copies frame t-1 and training spends its
+            steps on the change (our choice for short CPU runs; False is the authors' plain sigmoid decoder).
     """
 
     def __init__(
@@ -126,6 +129,7 @@ class LatentActionModel(nn.Module):
         latent_dim: int = 32,
         max_frames: int = 16,
         causal: bool = True,
+        residual: bool = True,
     ) -> None:
         super().__init__()
         if image_size % patch:
@@ -147,6 +151,10 @@ class LatentActionModel(nn.Module):
         self.decoder = nn.ModuleList(SpatialBlock(model_dim, heads) for _ in range(decoder_blocks))
         self.decoder_norm = nn.LayerNorm(model_dim)
         self.patch_out = nn.Linear(model_dim, patch_dim)
+        self.residual = residual
+        if residual:
+            nn.init.zeros_(self.patch_out.weight)
+            nn.init.zeros_(self.patch_out.bias)
 
     def check_videos(self, videos: torch.Tensor) -> None:
         """Raise a one-line ValueError unless ``videos`` is ``(B, T >= 2, H, W, C)`` in [0, 1] at this size."""
@@ -176,11 +184,15 @@ class LatentActionModel(nn.Module):
     def decode(self, previous: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
         """Frames ``(B, K, H, W, C)`` predicted from the previous frames and latent actions ``z`` ``(B, K, d)``."""
         b, k = previous.shape[:2]
-        x = self.patch_up(patchify(previous, self.patch)) + self.action_up(z).unsqueeze(2) + self.decoder_pos
+        previous_patches = patchify(previous, self.patch)
+        x = self.patch_up(previous_patches) + self.action_up(z).unsqueeze(2) + self.decoder_pos
         x = x.reshape(b * k, *x.shape[2:])
         for block in self.decoder:
             x = block(x)
-        patches = torch.sigmoid(self.patch_out(self.decoder_norm(x))).reshape(b, k, -1, self.patch_out.out_features)
+        logits = self.patch_out(self.decoder_norm(x)).reshape(b, k, -1, self.patch_out.out_features)
+        if self.residual:
+            logits = logits + torch.logit(previous_patches, eps=1e-3)
+        patches = torch.sigmoid(logits)
         return unpatchify(patches, self.patch, self.image_size, self.image_size, self.channels)
 
     def forward(self, videos: torch.Tensor, sample: bool = True) -> dict[str, torch.Tensor]:

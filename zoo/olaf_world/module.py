@@ -35,6 +35,7 @@ class OlafLAMModule(PretrainedMixin, pl.LightningModule):
         latent_dim: Width of z.
         clip_length: Frames per clip T of ``example_input_array`` (the model takes 2..16).
         teacher_dim: Width of tau (1280 for EfficientNet-Lite0).
+        residual: Decoder adds to the previous frame's logits (see :class:`~zoo.olaf_world.lam.LatentActionModel`).
         seed: Seed of the initial weights.
     """
 
@@ -61,6 +62,7 @@ class OlafLAMModule(PretrainedMixin, pl.LightningModule):
         latent_dim: int = 32,
         clip_length: int = 4,
         teacher_dim: int = 1280,
+        residual: bool = True,
         seed: int = 0,
     ) -> None:
         super().__init__()
@@ -79,6 +81,7 @@ class OlafLAMModule(PretrainedMixin, pl.LightningModule):
                 decoder_blocks=decoder_blocks,
                 heads=heads,
                 latent_dim=latent_dim,
+                residual=residual,
             )
             self.head = TrajectoryHead(latent_dim, teacher_dim)
         self.example_input_array = torch.rand(2, clip_length, image_size, image_size, 3)
