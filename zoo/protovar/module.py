@@ -2,7 +2,7 @@
 
 ``ProtoVARModule(stage="tokenizer")`` trains the multi-scale VQ-VAE. ``ProtoVARModule(stage="var")`` loads a
 trained tokenizer (``tokenizer_from``: an exported folder or a registry name), keeps it frozen, trains the VAR
-transformer on its codes and, when the fit ends, computes the multi-scale class prototypes for every IPC of
+transformer on its codes and, when training ends, computes the multi-scale class prototypes for every IPC of
 ``ipcs`` (k-means on the training pool's cumulative maps) into buffers, so the published VAR samples guided
 images with no data at hand. ``TeacherModule`` is the real-data CNN that gives the selector its confidences and
 features and the students their soft labels. The plain-torch pieces are :mod:`zoo.protovar.tokenizer`,
@@ -247,7 +247,9 @@ class ProtoVARModule(PretrainedMixin, pl.LightningModule):
         accuracy = (logits[:, -last:].argmax(-1) == targets[:, -last:]).float().mean()
         self.log_dict({"val_acc_scale8": accuracy, "val_loss": F.cross_entropy(logits.transpose(1, 2), targets)})
 
-    def on_fit_end(self) -> None:
+    def on_train_end(self) -> None:
+        # on_train_end, not on_fit_end: ExportPretrained exports in its on_fit_end, which Lightning calls before
+        # the module's, so prototypes computed there would miss the published folder.
         if self.hparams.stage != "var":
             return
         datamodule = self.trainer.datamodule

@@ -92,7 +92,7 @@ class StudentProtocol:
     """
 
     widths: tuple[int, ...] = (16, 32, 64)
-    steps: int = 150
+    steps: int = 200
     batch_size: int = 64
     lr: float = 3e-3
     temperature: float = 4.0
