@@ -19,7 +19,7 @@ class _Sequences(Dataset):
         rng = random.Random(seed)
         countries = C.country_split()["lm"]
         distractors = C.distractor_documents()
-        self.items = [training_sequence(tokens, rng, countries, distractors) for _ in range(n)]
+        self.items = [training_sequence(tokens, rng, countries, distractors, with_slots=True) for _ in range(n)]
 
     def __len__(self) -> int:
         return len(self.items)
@@ -77,7 +77,9 @@ class PrefetchRAGDataModule(pl.LightningDataModule):
         val_rng = random.Random(10_000 + h.seed)
         countries = C.country_split()["val"]
         distractors = C.distractor_documents()
-        self.val_set = [training_sequence(tokens, val_rng, countries, distractors) for _ in range(h.val_sequences)]
+        self.val_set = [
+            training_sequence(tokens, val_rng, countries, distractors, with_slots=True) for _ in range(h.val_sequences)
+        ]
 
     def retriever(self):
         if self._retriever is None:
