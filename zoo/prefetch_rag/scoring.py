@@ -81,3 +81,35 @@ def run_arm(
         if clock is not None:
             clock.close()
     return summarise(questions, kept, decoder.hyper.k if record else None)
+
+
+def oracle_em(module, questions, max_docs: int = 3) -> float:
+    """Slot EM with the gold documents of the first ``max_docs`` slots in context and no retrieval: whether the
+    LM copies from its context at all (the diagnostic of the issue note; no index or MiniLM needed)."""
+    import torch
+
+    from zoo.prefetch_rag import corpus as C
+    from zoo.prefetch_rag.lm import Session
+
+    tokens, hits, total = module.tokens, 0, 0
+    with torch.no_grad():
+        for question in questions:
+            docs = [C.fact_document(s.country, s.attribute) for s in question.slots][:max_docs]
+            session = Session(module.lm, tokens.context(docs, question.question))
+            session.start()
+            for i, segment in enumerate(question.segments):
+                if not segment.is_slot:
+                    session.extend(tokens.segment(segment, first=i == 0))
+                    continue
+                generated: list[int] = []
+                for _ in range(8):
+                    token = int(session.logits.argmax())
+                    session.extend([token])
+                    if token == tokens.stop:
+                        break
+                    generated.append(token)
+                if generated and len(generated) == 8:
+                    session.extend([tokens.stop])
+                hits += tokens.decode(generated).strip() == segment.text
+                total += 1
+    return hits / max(total, 1)
