@@ -108,3 +108,22 @@ def test_counterfactual_training_sequences_copy_from_their_documents():
             assert any(f" {value}." in answer for _, value in stated)  # a gold document states a slot's value
             true_values += sum(C.facts()[country].get(a) == v for country, v in stated for a in C.ATTRIBUTES)
     assert with_docs >= 40 and true_values <= with_docs  # the values are drawn at random, rarely the true ones
+
+
+def test_question_shapes():
+    pytest.importorskip("countryinfo")
+    import random
+
+    from zoo.prefetch_rag import corpus as C
+
+    countries = C.country_split()["test"]
+    q = C.make_question(countries[0], random.Random(0), "test")
+    assert len(q.slots) == 4 and {s.country for s in q.slots} == {countries[0]}
+    m = C.make_question(countries[0], random.Random(0), "test", multi=True, other=countries[1], n_slots=2)
+    assert [s.country for s in m.slots] == [countries[0], countries[1]]
+    assert m.segments[3].text == C.SWITCH.format(c=countries[1])  # intro, lead-in, slot, switch
+    short = C.make_question(countries[0], random.Random(0), "test", short=True)
+    assert all(s.text in C.LEAD_INS[n.attribute]["test_short"] for s, n in zip(short.segments[1::2], short.slots))
+    assert not set(C.country_split()["test"]) & set(C.country_split()["lm"] + C.country_split()["val"])
+    with pytest.raises(ValueError, match="^n_slots"):
+        C.make_question(countries[0], random.Random(0), "test", n_slots=0)

@@ -249,7 +249,13 @@ def _lead_in(attribute: str, pool: str, short: bool, rng: random.Random) -> str:
 
 
 def make_question(
-    country: str, rng: random.Random, pool: str, multi: bool = False, other: str | None = None, short: bool = False
+    country: str,
+    rng: random.Random,
+    pool: str,
+    multi: bool = False,
+    other: str | None = None,
+    short: bool = False,
+    n_slots: int = SLOTS_PER_ANSWER,
 ) -> Question:
     """One question about ``country`` (and ``other`` after the switch when ``multi``).
 
@@ -260,6 +266,7 @@ def make_question(
         multi: Switch to ``other`` after two slots.
         other: The second country of a multi-domain question.
         short: Use only short lead-ins (at most 4 tokens).
+        n_slots: Slots in the answer (1-5; a multi-domain answer splits them between the countries, at least 2).
     """
     if pool not in POOLS:
         raise ValueError(f"pool must be one of {POOLS}, got {pool!r}")
@@ -268,11 +275,18 @@ def make_question(
     if multi:
         if other is None or other == country:
             raise ValueError("a multi-domain question needs another country")
-        plan = [(country, a) for a in rng.sample(ATTRIBUTES, 2)] + [(other, a) for a in rng.sample(ATTRIBUTES, 2)]
+        if n_slots < 2:
+            raise ValueError(f"n_slots must be >= 2 for a multi-domain question, got {n_slots}")
+        first = n_slots // 2
+        plan = [(country, a) for a in rng.sample(ATTRIBUTES, first)]
+        plan += [(other, a) for a in rng.sample(ATTRIBUTES, n_slots - first)]
     else:
-        plan = [(country, a) for a in rng.sample(ATTRIBUTES, SLOTS_PER_ANSWER)]
+        if not 1 <= n_slots <= len(ATTRIBUTES):
+            raise ValueError(f"n_slots must be in [1, {len(ATTRIBUTES)}], got {n_slots}")
+        plan = [(country, a) for a in rng.sample(ATTRIBUTES, n_slots)]
+        first = n_slots
     for i, (c, attribute) in enumerate(plan):
-        if multi and i == 2:
+        if multi and i == first:
             segments.append(Segment(SWITCH.format(c=other)))
         segments.append(Segment(_lead_in(attribute, pool, short, rng)))
         segments.append(Segment(table[c][attribute], attribute, c))

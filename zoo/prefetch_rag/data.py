@@ -15,11 +15,13 @@ from zoo.prefetch_rag.lm import Tokens, collate, tokenizer_texts, training_seque
 class _Sequences(Dataset):
     """``n`` LM training sequences drawn from the ``lm`` countries (fixed by the seed)."""
 
-    def __init__(self, tokens: Tokens, n: int, seed: int) -> None:
+    def __init__(self, tokens: Tokens, n: int, seed: int, **shape) -> None:
         rng = random.Random(seed)
         countries = C.country_split()["lm"]
         distractors = C.distractor_documents()
-        self.items = [training_sequence(tokens, rng, countries, distractors, with_slots=True) for _ in range(n)]
+        self.items = [
+            training_sequence(tokens, rng, countries, distractors, with_slots=True, **shape) for _ in range(n)
+        ]
 
     def __len__(self) -> int:
         return len(self.items)
@@ -42,6 +44,8 @@ class PrefetchRAGDataModule(pl.LightningDataModule):
         heads_questions: Questions whose synchronous runs train the predictor and the query head.
         batch_size: LM batch.
         limit_distractors: Index at most this many distractor documents (smoke runs; None: all).
+        train_slots: Slots per LM training answer (the test answers have 4).
+        gold_docs: (low, high) gold documents per LM training sequence that has documents.
         seed: Seed of the sequences and of the heads' questions.
     """
 
@@ -53,9 +57,15 @@ class PrefetchRAGDataModule(pl.LightningDataModule):
         heads_questions: int = 240,
         batch_size: int = 16,
         limit_distractors: int | None = None,
+        train_slots: int = 4,
+        gold_docs: tuple[int, int] = (1, 2),
         seed: int = 0,
     ) -> None:
         super().__init__()
+        if not (1 <= gold_docs[0] <= gold_docs[1]) or not 1 <= train_slots <= len(C.ATTRIBUTES):
+            raise ValueError(
+                f"gold_docs must be 1 <= low <= high and train_slots in [1, 5], got {gold_docs}, {train_slots}"
+            )
         for name in ("vocab_size", "train_sequences", "val_sequences", "heads_questions", "batch_size"):
             if locals()[name] <= 0:
                 raise ValueError(f"{name} must be > 0, got {locals()[name]}")
@@ -73,12 +83,14 @@ class PrefetchRAGDataModule(pl.LightningDataModule):
     def setup(self, stage: str | None = None) -> None:
         tokens = self.build_tokens()
         h = self.hparams
-        self.train_set = _Sequences(tokens, h.train_sequences, h.seed)
+        shape = {"n_slots": h.train_slots, "gold_docs": tuple(h.gold_docs)}
+        self.train_set = _Sequences(tokens, h.train_sequences, h.seed, **shape)
         val_rng = random.Random(10_000 + h.seed)
         countries = C.country_split()["val"]
         distractors = C.distractor_documents()
         self.val_set = [
-            training_sequence(tokens, val_rng, countries, distractors, with_slots=True) for _ in range(h.val_sequences)
+            training_sequence(tokens, val_rng, countries, distractors, with_slots=True, **shape)
+            for _ in range(h.val_sequences)
         ]
 
     def retriever(self):

@@ -115,7 +115,14 @@ class Tokens:
 
 
 def training_sequence(
-    tokens: Tokens, rng: random.Random, countries, distractors, counterfactual: bool = True, with_slots: bool = False
+    tokens: Tokens,
+    rng: random.Random,
+    countries,
+    distractors,
+    counterfactual: bool = True,
+    with_slots: bool = False,
+    n_slots: int = C.SLOTS_PER_ANSWER,
+    gold_docs: tuple[int, int] = (1, 2),
 ):
     """One LM training sequence (input ids, labels): the answer is the target, documents and question are context.
 
@@ -128,11 +135,15 @@ def training_sequence(
     learns to copy a slot from the documents, and to be uncertain when no document holds it (a first recipe run
     with the true values memorised them and copied nothing: 3% EM with the gold documents in context).
     With ``with_slots`` a third list marks the slot tokens (value and stop) with 1 (for ``slot_weight``).
+    ``n_slots`` slots per answer; ``gold_docs`` (low, high) gold documents when documents are present.
     """
     country = rng.choice(countries)
     multi = rng.random() < 0.3
     other = rng.choice([c for c in countries if c != country]) if multi else None
-    question = C.make_question(country, rng, "train", multi=multi, other=other, short=rng.random() < 0.2)
+    multi = multi and n_slots >= 2
+    other = other if multi else None
+    short = rng.random() < 0.2
+    question = C.make_question(country, rng, "train", multi=multi, other=other, short=short, n_slots=n_slots)
     pool = C.values_by_attribute()
     fake: dict[tuple[str, str], str] = {}
 
@@ -150,7 +161,8 @@ def training_sequence(
     docs: list[str] = []
     if rng.random() >= 0.2:
         slots = list(question.slots)
-        for slot in rng.sample(slots, rng.randint(1, 2)):
+        low, high = min(gold_docs[0], len(slots)), min(gold_docs[1], len(slots))
+        for slot in rng.sample(slots, rng.randint(low, high)):
             docs.append(C.fact_document(slot.country, slot.attribute, value(slot.country, slot.attribute)))
         for _ in range(rng.randint(0, 2)):
             kind = rng.random()
