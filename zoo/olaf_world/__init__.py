@@ -47,7 +47,7 @@ This file imports only the registry.
 from zoo._registry import PaperRef
 
 PAPER = PaperRef(
-    title="Orienting Latent Actions for Video World Modeling",
+    title="Olaf-World: Orienting Latent Actions for Video World Modeling",
     arxiv="2602.10104",
     authors=("Yuxin Jiang", "Yuchao Gu", "Ivor W. Tsang", "Mike Zheng Shou"),
     code="https://github.com/showlab/Olaf-World",
