@@ -41,6 +41,13 @@ Reconstructed choices and deviations (the spec and the issue allow the substitut
 * Not built: the ALE (MsPacman vs Alien) and terrain splits, the VQ-LAM baseline, the self-supervised teacher
   option and the per-step alignment variant.
 
+Status (2026-12-02, first landing; no entry is registered yet): the recipes (500 steps, ~2-3 min on 2 cores) do
+not yet teach the LAM the actions. Seed 0 on the terrain test worlds: cross / within probes lam_align 0.204 /
+0.246, lam_vae 0.225 / 0.263, random_encoder 0.244 / 0.278 (chance ~0.2); transfer 0.169 / 0.183 / 0.166 against
+an inverse-dynamics ceiling of 0.84 (A) / 0.80 (B); KL ~0.3 nats. And tau itself is a weak action target: a
+linear probe from tau to the action reaches 0.32-0.41 within a context and 0.21-0.24 across, no better than tau
+from a random EfficientNet (see the issue-28 note). Registration waits for a LAM that encodes actions.
+
 This file imports only the registry.
 """
 
