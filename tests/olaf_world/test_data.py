@@ -12,11 +12,8 @@ from zoo.olaf_world.metrics import halves, probe_accuracies, prototype_gap
 
 
 @pytest.fixture(scope="module")
-def tiny_datamodule(tmp_path_factory):
-    import os
-
-    os.environ["ZOO_OLAF_WORLD_CACHE"] = str(tmp_path_factory.mktemp("olaf_cache"))
-    dm = LatentActionVideoDataModule(
+def tiny_datamodule():
+    dm = LatentActionVideoDataModule(  # use_cache=False: renders and featurises 2 x 7 frames, writes nothing
         steps_per_seed=6, train_seeds_per_context=1, eval_seeds_per_context=2, batch_size=2, use_cache=False
     )
     dm.setup("fit")
