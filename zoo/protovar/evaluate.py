@@ -332,8 +332,7 @@ def claims(result: dict) -> list[Claim]:
                 "(else the setting is saturated)",
                 arms["full_data"]["acc_full"] - best_real,
                 0.05,
-                "full_data",
-            )
+            )  # no `versus`: a check of the setting, not a comparison of the method with full_data
         )
     return out
 
