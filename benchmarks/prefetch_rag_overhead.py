@@ -20,7 +20,7 @@ import torch
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tokens", type=int, default=200, help="decoded tokens per repeat")
+    parser.add_argument("--tokens", type=int, default=120, help="decoded tokens per repeat (context + tokens <= 256)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--context", type=int, default=120, help="prefilled context tokens")
     args = parser.parse_args()
