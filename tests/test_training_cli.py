@@ -89,6 +89,20 @@ def test_each_run_has_its_own_folder_and_says_where_it_went(tmp_path, capsys):
     assert zoo.load(str(second)).net[0].out_features == 9
 
 
+def test_a_smoke_runs_folder_is_moved_aside_not_left_as_the_latest_export(tmp_path, capsys):
+    root = tmp_path / "runs"
+    _fit(root, "--trainer.fast_dev_run=true")  # no logger: exports straight into runs/pretrained (a folder)
+    stale = root / "pretrained"
+    assert stale.is_dir() and not stale.is_symlink()
+    smoke_weights = (stale / "model.safetensors").read_bytes()
+
+    _fit(root)
+    assert (root / "pretrained").is_symlink()
+    assert (root / "pretrained").resolve() == (root / "version_0" / "pretrained").resolve()
+    kept = [p for p in root.glob("pretrained-*") if p.is_dir()]
+    assert len(kept) == 1 and (kept[0] / "model.safetensors").read_bytes() == smoke_weights  # nothing is lost
+
+
 def test_test_refuses_an_untrained_model_and_takes_weights(tmp_path, capsys):
     root = tmp_path / "runs"
     _fit(root)

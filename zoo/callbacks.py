@@ -85,14 +85,20 @@ class ExportPretrained(pl.Callback):
 
         Each run exports into its own ``version_N/pretrained``; the link keeps ``runs/<name>/pretrained``
         (what ``zoo pin --from`` and two-stage recipes name) at the latest finished run. A run killed
-        before its export leaves the link where it was.
+        before its export leaves the link where it was. A real folder in the link's place (the export of a
+        run without a logger, e.g. ``--trainer.fast_dev_run``) is moved aside to ``pretrained-<its time>``,
+        so that the link never keeps naming a stale export.
         """
         link = Path(trainer.default_root_dir) / "pretrained"
         if link.resolve() == export.resolve():
             return
         if link.exists() and not link.is_symlink():
-            logger.warning("%s is a folder from an earlier run; this run's export is %s", link, export)
-            return
+            stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(link.stat().st_mtime))
+            kept = link.with_name(f"pretrained-{stamp}")
+            if kept.exists():
+                kept = link.with_name(f"pretrained-{stamp}-{os.getpid()}")
+            link.rename(kept)
+            logger.warning("%s was a folder from an earlier run; moved it to %s and linked %s", link, kept, export)
         temporary = link.with_name(f".pretrained-{os.getpid()}")
         try:
             temporary.unlink(missing_ok=True)
