@@ -34,13 +34,17 @@ class CountingOracle:
         self.calls = 0
         self._seen = np.zeros(len(self._scores), bool)
 
-    def __call__(self, indices: np.ndarray) -> np.ndarray:
+    def reveal(self, indices: np.ndarray) -> np.ndarray:
+        """Count ``indices`` as oracle calls (int64), refusing a molecule asked for before or twice at once."""
         indices = np.asarray(indices, dtype=np.int64)
         if len(np.unique(indices)) != len(indices) or self._seen[indices].any():
             raise ZooError("the oracle was asked for a molecule twice; a campaign evaluates each molecule once")
         self._seen[indices] = True
         self.calls += len(indices)
-        return self._scores[indices]
+        return indices
+
+    def __call__(self, indices: np.ndarray) -> np.ndarray:
+        return self._scores[self.reveal(indices)]
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo._errors import MissingExtraError, ZooError
-from zoo.boba.bandit import Campaign, CampaignConfig
+from zoo.boba.bandit import Campaign, CampaignConfig, CountingOracle
 
 PIP = "pip install 'icml26-zoo[chem]'"
 BOX_SIZE = 20.0
@@ -107,10 +107,10 @@ def ligand_pdbqt(smiles: str) -> str:
     return text
 
 
-class VinaOracle:
+class VinaOracle(CountingOracle):
     """Minus the Vina score (kcal/mol) of library molecules, docked on demand and cached by InChIKey.
 
-    Same interface as :class:`zoo.boba.bandit.CountingOracle` (``oracle(indices)`` and ``calls``), so a
+    A :class:`~zoo.boba.bandit.CountingOracle` whose scores are docked on demand, so a
     :class:`~zoo.boba.bandit.Campaign` runs on it unchanged.
 
     Args:
@@ -129,9 +129,8 @@ class VinaOracle:
         self.cache_path = folder / "vina_1hvr.json"
         self.cache: dict[str, float] = json.loads(self.cache_path.read_text()) if self.cache_path.is_file() else {}
         self.exhaustiveness = exhaustiveness
-        self.calls = 0
+        super().__init__(np.full(len(self.smiles), np.nan))  # counting and the repeat guard; scores come later
         self.docked = 0
-        self._seen = np.zeros(len(self.smiles), bool)
         self.vina = Vina(sf_name="vina", cpu=os.cpu_count() or 1, seed=0, verbosity=0)
         self.vina.set_receptor(str(receptor_pdbqt(folder)))
         _, centre = receptor_and_box()
@@ -154,12 +153,7 @@ class VinaOracle:
         return self.cache[key]
 
     def __call__(self, indices: np.ndarray) -> np.ndarray:
-        indices = np.asarray(indices, dtype=np.int64)
-        if len(np.unique(indices)) != len(indices) or self._seen[indices].any():
-            raise ZooError("the oracle was asked for a molecule twice; a campaign evaluates each molecule once")
-        self._seen[indices] = True
-        self.calls += len(indices)
-        return -np.array([self.score(self.smiles[i]) for i in indices])
+        return -np.array([self.score(self.smiles[i]) for i in self.reveal(indices)])
 
 
 def demo_library(seed: int = 0) -> dict:
