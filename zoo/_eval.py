@@ -379,9 +379,18 @@ def piece_file(env: str, stem: str, key: Callable[[], Any]) -> Path | None:
         key: Returns everything that decides the result (settings, recipes, pins); called only when caching is on.
     """
     folder = os.environ.get(env)
-    if not folder:
-        return None
-    digest = hashlib.sha256(json.dumps(key(), sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return piece_path(folder, stem, key()) if folder else None
+
+
+def piece_path(folder: str | Path, stem: str, key: Any) -> Path:
+    """``<folder>/<stem>-<16 hex of the key's sha256>.json``: the file of one resumable piece (see :func:`piece_file`).
+
+    Args:
+        folder: The cache folder.
+        stem: Readable start of the file name.
+        key: Everything that decides the result, as JSON-able data.
+    """
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
     return Path(folder) / f"{stem}-{digest}.json"
 
 

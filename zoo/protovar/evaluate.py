@@ -20,7 +20,6 @@ weights), so the evaluation can run in pieces.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, replace
 from functools import lru_cache
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo._eval import Claim, Protocol, Setting, Tuning, beats
+from zoo._eval import Claim, Protocol, Setting, Tuning, beats, piece_path
 
 TUNING_FILE = Path(__file__).with_name("tuning.json")
 GENERATIVE = ("protovar", "var_unguided", "protovar_noselect", "var_unguided_select")
@@ -252,8 +251,7 @@ def _cache_file(arm: str, run) -> Path | None:
         "retrain": run.retrain,
         "weights": str(run.weights),
     }
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    return Path(folder) / f"{arm}-seed{run.seed}-{digest}.json"
+    return piece_path(folder, f"{arm}-seed{run.seed}", key)
 
 
 def measure(arm: str, run) -> dict[str, float]:
