@@ -52,13 +52,34 @@ ABLATIONS = {
 CLEAN_ARMS = {"fedgr_clean": "fedgr", "reference_clean_fedavg": "fedavg"}
 CACHE_VERSION = 1  # bump when a code change alters what a fit measures
 
-# How the arms' hyperparameters were chosen. benchmarks/fedgr_tuning.py scores a grid on a validation split of
-# the clients' OWN data (with its noisy labels); it was not run for this evaluation (no CPU time left in the
-# session that fixed issue 31), so every arm uses the spec's constants and one shared learning rate.
-_TUNING_NOTE = (
-    "not tuned (the same budget, zero trials, for every arm): the spec's constants, SGD lr 0.05 for every arm "
-    "(chosen before issue 31 on held-out training images, never the test set). "
-)
+# How the arms' hyperparameters were chosen: benchmarks/fedgr_tuning.py, two trials per arm, each a fit of the
+# arm's recipe (seed 0) on 90% of every client's data, scored by the final global model's accuracy on the other
+# 10% with their NOISY labels (never the test set); results in benchmarks/fedgr_tuning.json. The winner by that
+# score was adopted for every arm, although each gap (0.3-1.8 points) is within the ~2-point standard error of
+# 600 noisy labels: the record is the rule, not a claim that the winner is better.
+_TUNING_RULE = "2 trials on the clients' noisy validation split (10%, seed 0), final-round accuracy; "
+_TUNING = {
+    "fedgr": Tuning(
+        "validation",
+        {"distill_weight": [1.0, 0.3], "reg_weight": [0.1]},
+        2,
+        _TUNING_RULE + "distill_weight 1.0 -> 0.387, 0.3 -> 0.390 (chosen); L_reg weight 0.1 (spec); lr 0.05.",
+    ),
+    "fedavg": Tuning("validation", {"lr": [0.05, 0.02]}, 2, _TUNING_RULE + "lr 0.05 -> 0.375, 0.02 -> 0.393 (chosen)."),
+    "fedprox": Tuning(
+        "validation",
+        {"lr": [0.05, 0.02]},
+        2,
+        _TUNING_RULE + "lr 0.05 -> 0.383, 0.02 -> 0.393 (chosen); mu = 0.01 from the spec.",
+    ),
+    "coteaching": Tuning(
+        "validation",
+        {"lr": [0.05, 0.02]},
+        2,
+        _TUNING_RULE + "lr 0.05 -> 0.405 (chosen), 0.02 -> 0.393; forget rate = the client's TRUE noise rate (oracle).",
+    ),
+}
+
 PROTOCOL = Protocol(
     method="fedgr",
     baselines=("fedavg", "fedprox", "coteaching"),
@@ -91,13 +112,10 @@ PROTOCOL = Protocol(
         "test_limit": Setting(10000, "test images scored (the first N of the 10,000)", minimum=1),
     },
     tuning={
-        "fedgr": Tuning("none", {}, 0, _TUNING_NOTE + "L_ema weight 1.0 (reconstructed), L_reg weight 0.1 (spec)."),
-        "fedavg": Tuning("none", {}, 0, _TUNING_NOTE),
-        "fedprox": Tuning("none", {}, 0, _TUNING_NOTE + "mu = 0.01 from the spec."),
-        "coteaching": Tuning("none", {}, 0, _TUNING_NOTE + "Forget rate = the client's TRUE noise rate (oracle)."),
+        **_TUNING,
         **{arm: Tuning("none", {}, 0, "fedgr's recipe with one component switched off") for arm in ABLATIONS},
         "fedgr_clean": Tuning("none", {}, 0, "fedgr's recipe on clean labels"),
-        "reference_clean_fedavg": Tuning("none", {}, 0, "fedavg's recipe on the true labels"),
+        "reference_clean_fedavg": Tuning("none", {}, 0, "fedavg's recipe (lr as tuned) on the true labels"),
         "reference_untrained": Tuning("none", {}, 0, "no learning"),
         "reference_prior": Tuning("none", {}, 0, "no learning"),
     },
