@@ -162,3 +162,39 @@ def test_bad_inputs_raise_one_clear_line(pair):
         with pytest.raises(ZooError) as error:
             call()
         assert word in str(error.value) and "\n" not in str(error.value)
+
+
+def test_augmentation_variants_are_torchvision_random_crop_and_flip():
+    from zoo.protovar.student import augmenter, num_variants, variant_table
+
+    x = torch.rand(1, 1, 28, 28)
+    variants, _ = variant_table(x, None, shift=2)
+    assert variants.shape == (1, num_variants(2), 1, 28, 28) == (1, 50, 1, 28, 28)
+    assert len({v.numpy().tobytes() for v in variants[0]}) == 50  # 25 offsets x 2 flips, all different
+    assert torch.equal(variants[0, 2 * 12], x[0])  # offset (2, 2) = the centre crop, unflipped
+    assert torch.equal(variants[0, 2 * 12 + 1], x[0].flip(-1))
+    assert torch.equal(variants[0, 0, :, 2:, 2:], x[0, :, :26, :26]) and (variants[0, 0, :, :2] == 0).all()
+    torch.manual_seed(0)
+    for _ in range(40):  # what torchvision's RandomCrop(28, padding=2) + RandomHorizontalFlip makes
+        out = augmenter(2)(x[0])
+        assert any(torch.equal(out, v) for v in variants[0])
+
+
+def test_teacher_table_gives_the_on_the_fly_batches_and_student():
+    from dataclasses import replace
+
+    from zoo.protovar.student import ConvNet, StudentProtocol, augmented_batches, train_student
+
+    torch.manual_seed(0)
+    teacher = ConvNet((8, 8, 8)).eval()
+    images = (torch.rand(6, 28, 28) * 255).to(torch.uint8)
+    protocol = replace(StudentProtocol(), steps=4, batch_size=8, widths=(4, 4, 4))
+    x = images.float()[:, None] / 255
+    table = list(augmented_batches(x, teacher, protocol, seed=5, table=True))
+    fly = list(augmented_batches(x, teacher, protocol, seed=5, table=False))
+    for (pick_a, batch_a, logits_a), (pick_b, batch_b, logits_b) in zip(table, fly, strict=True):
+        assert torch.equal(pick_a, pick_b) and torch.equal(batch_a, batch_b)
+        assert torch.allclose(logits_a, logits_b, atol=1e-5)
+    students = [train_student(images, torch.zeros(6), teacher, protocol, 5, table=t) for t in (True, False)]
+    for a, b in zip(students[0].parameters(), students[1].parameters(), strict=True):
+        assert torch.allclose(a, b, atol=1e-5)

@@ -15,7 +15,9 @@ protocol on all 55,000 pool images: ``acc_full``), ``teacher`` (the soft-label t
 settings were chosen on the validation split by ``python -m zoo.protovar.tune`` with the same number of trials
 each (``tuning.json``); the student protocol's learning rate was chosen there once for every arm.
 Each (arm, seed) result is cached as JSON in ``cache_dir`` (keyed by the settings, the tuning and the pinned
-weights), so the evaluation can run in pieces.
+weights), so the evaluation can run in pieces (``benchmarks/protovar_eval_pieces.py`` runs them in two
+single-thread processes); what does not depend on the seed (the herding features of the pool, the VAR's
+teacher-forced accuracy) is kept in ``runs/protovar-cache``.
 """
 
 from __future__ import annotations
@@ -111,16 +113,46 @@ def models(run) -> tuple:
         generator, teacher = run.load("protovar"), _published("protovar.teacher").net
     else:
         generator, teacher = _published("protovar.fmnist"), _published("protovar.teacher").net
-    run.cache["models"] = (generator.eval(), teacher.eval())
+    run.cache["models"] = (generator.eval(), fast_teacher(teacher))
     return run.cache["models"]
+
+
+def fast_teacher(teacher):
+    """The teacher in eval mode with channels-last weights (~1.6x faster convolutions on CPU, same logits)."""
+    import torch
+
+    return teacher.eval().to(memory_format=torch.channels_last)
+
+
+#: Folder of what does not depend on the seed: the teacher's penultimate features of the 55,000-image pool
+#: (herding) and the VAR's teacher-forced accuracy, one file per digest of the weights.
+FEATURE_CACHE = Path("runs/protovar-cache")
+
+
+def _teacher_digest(teacher) -> str:
+    """A digest of a module's weights (the teacher's, or the generator's)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for key, value in sorted(teacher.state_dict().items()):
+        digest.update(key.encode())
+        digest.update(value.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()[:16]
 
 
 @lru_cache(maxsize=2)
 def _pool_features(teacher_id: int, teacher) -> np.ndarray:
+    """Teacher features of the training pool, kept in ``FEATURE_CACHE`` keyed by a digest of the teacher's weights."""
     from zoo.protovar.data import fmnist_splits
     from zoo.protovar.student import predict_batches
 
-    return predict_batches(teacher, fmnist_splits()["train"][0], features=True).numpy()
+    path = FEATURE_CACHE / f"pool_features-{_teacher_digest(teacher)}.npy"
+    if path.is_file():
+        return np.load(path)
+    features = predict_batches(teacher, fmnist_splits()["train"][0], features=True).numpy()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, features)
+    return features
 
 
 def generated_set(generator, teacher, params: dict, ipc: int, seed: int):
@@ -290,8 +322,12 @@ def _measure(arm: str, run) -> dict[str, float]:
     for ipc in run.settings["ipcs"]:
         images, labels = distilled_set(arm, generator, teacher, ipc, run.seed)
         scores[f"acc_ipc{ipc}"] = student_accuracy(images, labels, teacher, run.seed, limit=limit, protocol=protocol)
-    if arm == "protovar":
-        scores["tf_acc_scale8"] = teacher_forced_accuracy(generator, limit)
+    if arm == "protovar":  # the same for every seed: computed once per generator and test slice
+        path = FEATURE_CACHE / f"tf_acc_scale8-{_teacher_digest(generator)}-{limit}.json"
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(teacher_forced_accuracy(generator, limit)))
+        scores["tf_acc_scale8"] = json.loads(path.read_text())
     return scores
 
 

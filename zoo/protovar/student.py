@@ -5,6 +5,13 @@ it gives the selector its confidence and penultimate features and gives the stud
 student (ConvNet-3 with instance norm) is trained only on a distilled set: fixed steps, batch 64, random shift
 and horizontal flip (torchvision transforms, drawn per image), loss KL(teacher || student) at temperature T on
 the teacher's logits of each augmented batch.
+
+Augmentation draws, per image of a batch, one of the (2 shift + 1)^2 x 2 variants of a ``RandomCrop(28,
+padding=shift)`` + ``RandomHorizontalFlip`` (a crop offset and a flip, uniformly, from the seeded generator). For a
+small distilled set (at most ``TABLE_LIMIT`` variants in all) the variants and the teacher's logits of each are
+computed once (:func:`variant_table`) and a batch is looked up; for a large set (``full_data``) the same draws
+are cropped and relabelled on the fly. Both paths give the same batches and targets (tested), so the table only
+saves the teacher's forward pass of every step.
 """
 
 from __future__ import annotations
@@ -92,12 +99,16 @@ class StudentProtocol:
     """
 
     widths: tuple[int, ...] = (16, 32, 64)
-    steps: int = 200
+    steps: int = 300
     batch_size: int = 64
     lr: float = 3e-3
     temperature: float = 4.0
     soft: bool = True
     shift: int = 2
+
+
+#: Distilled sets with at most this many augmented variants (images x (2 shift + 1)^2 x 2) get a teacher table.
+TABLE_LIMIT = 25_000
 
 
 def augmenter(shift: int):
@@ -107,12 +118,74 @@ def augmenter(shift: int):
     return v2.Compose([v2.RandomCrop(28, padding=shift), v2.RandomHorizontalFlip()])
 
 
+def num_variants(shift: int) -> int:
+    """Crop offsets x flips of the augmentation: (2 shift + 1)^2 x 2."""
+    return (2 * shift + 1) ** 2 * 2
+
+
+def crop_flip(padded: torch.Tensor, variant: int, shift: int) -> torch.Tensor:
+    """Variant ``variant`` of zero-padded images [..., 28 + 2 shift, 28 + 2 shift]: what ``augmenter(shift)`` makes
+    for crop offset (top, left) = divmod(variant // 2, 2 shift + 1) and a flip when ``variant`` is odd."""
+    from torchvision.transforms.v2 import functional as TF
+
+    top, left = divmod(variant // 2, 2 * shift + 1)
+    out = TF.crop(padded, top, left, 28, 28)
+    return TF.horizontal_flip(out) if variant % 2 else out
+
+
+def _pad(x: torch.Tensor, shift: int) -> torch.Tensor:
+    from torchvision.transforms.v2 import functional as TF
+
+    return TF.pad(x, [shift] * 4, fill=0)
+
+
+@torch.no_grad()
+def variant_table(x: torch.Tensor, teacher: nn.Module | None, shift: int, batch: int = 1000):
+    """Every augmented variant of images [M, 1, 28, 28] ([M, V, 1, 28, 28]) and the teacher's logits of each
+    ([M, V, classes], None without a teacher)."""
+    padded = _pad(x, shift)
+    variants = torch.stack([crop_flip(padded, v, shift) for v in range(num_variants(shift))], 1)
+    if teacher is None:
+        return variants, None
+    flat = variants.flatten(0, 1)
+    logits = torch.cat([teacher(flat[i : i + batch]) for i in range(0, len(flat), batch)])
+    return variants, logits.view(*variants.shape[:2], -1)
+
+
+def augmented_batches(x: torch.Tensor, teacher: nn.Module | None, protocol: StudentProtocol, seed: int, table=None):
+    """The ``protocol.steps`` training batches of a student: (picked rows, augmented images, teacher logits or None).
+
+    ``table``: True / False forces the precomputed path or the on-the-fly one (None: by ``TABLE_LIMIT``); both
+    draw the same rows and variants from the seeded generator.
+    """
+    shift, count = protocol.shift, num_variants(protocol.shift)
+    if table is None:
+        table = len(x) * count <= TABLE_LIMIT
+    generator = torch.Generator().manual_seed(seed)
+    variants, logits = variant_table(x, teacher, shift) if table else (None, None)
+    padded = None if table else _pad(x, shift)
+    for _ in range(protocol.steps):
+        pick = torch.randint(0, len(x), (protocol.batch_size,), generator=generator)
+        which = torch.randint(0, count, (protocol.batch_size,), generator=generator)
+        if table:
+            yield pick, variants[pick, which], None if logits is None else logits[pick, which]
+            continue
+        batch = torch.stack([crop_flip(padded[i], int(v), shift) for i, v in zip(pick, which, strict=True)])
+        if teacher is None:
+            yield pick, batch, None
+            continue
+        with torch.no_grad():
+            logits = teacher(batch)
+        yield pick, batch, logits
+
+
 def train_student(
     images,
     labels,
     teacher: nn.Module | None,
     protocol: StudentProtocol,
     seed: int,
+    table: bool | None = None,
 ) -> ConvNet:
     """Train a fresh student on a distilled set with the protocol; ``seed`` fixes init, batches and augmentation.
 
@@ -122,29 +195,27 @@ def train_student(
         teacher: Gives the soft labels of every augmented batch (required when ``protocol.soft``).
         protocol: The student protocol.
         seed: Seed of this student.
+        table: Precompute the teacher's logits of every augmented variant (None: when the set is small).
     """
     x = to_unit(images)
     y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
     if len(x) == 0:
         raise ZooError("the distilled set is empty")
+    if len(y) != len(x):
+        raise ZooError(f"{len(x)} images but {len(y)} labels")
     if protocol.soft and teacher is None:
         raise ZooError("soft-label training needs a teacher")
     torch.manual_seed(seed)
     student = ConvNet(protocol.widths, norm="instance")
     optimizer = torch.optim.Adam(student.parameters(), lr=protocol.lr)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, protocol.steps)
-    augment = augmenter(protocol.shift)
-    generator = torch.Generator().manual_seed(seed)
     if teacher is not None:
         teacher.eval()
     temperature = protocol.temperature
-    for _ in range(protocol.steps):
-        pick = torch.randint(0, len(x), (protocol.batch_size,), generator=generator)
-        batch = torch.stack([augment(image) for image in x[pick]])
+    for pick, batch, teacher_logits in augmented_batches(x, teacher if protocol.soft else None, protocol, seed, table):
         logits = student(batch)
         if protocol.soft:
-            with torch.no_grad():
-                target = F.log_softmax(teacher(batch) / temperature, -1)
+            target = F.log_softmax(teacher_logits / temperature, -1)
             loss = F.kl_div(F.log_softmax(logits / temperature, -1), target, log_target=True, reduction="batchmean")
             loss = loss * temperature**2
         else:
