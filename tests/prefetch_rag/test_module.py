@@ -33,3 +33,54 @@ def test_slot_weighted_loss_matches_hand_computation(slot_weight):
 def test_bad_slot_weight_names_the_argument():
     with pytest.raises(ValueError, match="^slot_weight"):
         PrefetchRAGModule(slot_weight=0.0)
+
+
+def _pointer_lm():
+    from zoo.prefetch_rag.lm import LMConfig, build_lm
+
+    torch.manual_seed(0)
+    return build_lm(LMConfig(vocab_size=64, n_embd=32, n_layer=2, n_head=2, n_positions=64)).eval()
+
+
+def test_pointer_mixture_is_a_distribution_and_matches_hand_computation():
+    lm = _pointer_lm()
+    ids = torch.tensor([[5, 9, 5, 7, 3]])
+    with torch.no_grad():
+        out = lm(ids, output_hidden_states=True)
+        p = out.logits.exp()
+        assert torch.allclose(p.sum(-1), torch.ones(1, 5), atol=1e-5)
+        # by hand at the last position: gate * softmax(lm_head h) + (1 - gate) * attention mass per token id
+        h = out.hidden_states[-1][0, -1]
+        scores = (lm.query(h) @ lm.key(out.hidden_states[-1][0]).T) * lm.scale
+        attn = scores.softmax(-1)
+        gate = torch.sigmoid(lm.gate(h))
+        expected = gate * lm.gpt2.lm_head(h).softmax(-1)
+        for s, token in enumerate(ids[0].tolist()):
+            expected[token] += (1 - gate[0]) * attn[s]
+        assert torch.allclose(p[0, -1], expected, atol=1e-5)
+
+
+def test_pointer_kv_cache_steps_equal_one_full_forward():
+    from zoo.prefetch_rag.lm import Session
+
+    lm = _pointer_lm()
+    ids = torch.randint(5, 60, (30,), generator=torch.Generator().manual_seed(1)).tolist()
+    with torch.no_grad():
+        full = lm(torch.tensor([ids])).logits[0]
+    session = Session(lm, ids[:12])
+    session.start()
+    session.extend(ids[12:20])
+    for token in ids[20:]:
+        session.extend([token])
+    assert torch.allclose(session.logits, full[-1], atol=1e-5)
+
+
+def test_pointer_token_nll_equals_the_full_forward_with_padding():
+    lm = _pointer_lm()
+    batch = _batch()
+    with torch.no_grad():
+        nll = lm.token_nll(batch["input_ids"], batch["attention_mask"], batch["labels"])
+        logp = lm(batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
+        labels = batch["labels"][:, 1:]
+        expected = -logp.gather(2, labels.clamp_min(0)[..., None])[..., 0] * (labels != -100)
+    assert torch.allclose(nll, expected, atol=1e-5)

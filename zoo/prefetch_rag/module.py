@@ -23,6 +23,12 @@ Components (as the spec gives them):
 
 Reconstruction choices and deviations (R):
 
+* The generator reads its context through a pointer (copy) head on top of the GPT-2 (pointer-generator mixture,
+  See et al. 2017; :class:`zoo.prefetch_rag.lm.PointerGPT2`, ``lm.pointer``): without it the d128/L4 never learned
+  to copy a slot value from its documents within the CPU budget (oracle EM with the gold documents in context 0.00
+  after 500 steps x 16 and 700 steps x 8 with the slot loss weighted x10; issue 20's note), so retrieval could not
+  help it and the task had no headroom. An LLM reads its context; the pointer is the small LM's substitute for that.
+
 * Two stages in one recipe. Stage 1 (``training_step``): causal-LM loss on the answer tokens of sequences
   ``[documents] <eos> question <eos> answer`` from the ``lm`` countries (20% without documents, else 1-2 gold
   documents and 0-2 distractors). Facts are **counterfactual** in training (every fact of a sequence gets a random
@@ -130,16 +136,20 @@ class PrefetchRAGModule(PretrainedMixin, pl.LightningModule):
         return self.lm(input_ids=input_ids).logits
 
     def _loss(self, batch) -> torch.Tensor:
-        if self.hparams.slot_weight == 1.0 or "slot_mask" not in batch:
-            return self.lm(
-                input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]
-            ).loss
-        logits = self.lm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
         labels = batch["labels"][:, 1:]
-        weights = (1.0 + (self.hparams.slot_weight - 1.0) * batch["slot_mask"][:, 1:]) * (labels != -100)
-        loss = F.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100, reduction="none"
-        )
+        slot_mask = batch.get("slot_mask", torch.zeros_like(batch["labels"], dtype=torch.float32))[:, 1:]
+        weights = (1.0 + (self.hparams.slot_weight - 1.0) * slot_mask) * (labels != -100)
+        if hasattr(self.lm, "token_nll"):  # pointer LM: the mixture only at the labelled positions
+            loss = self.lm.token_nll(batch["input_ids"], batch["attention_mask"], batch["labels"]).reshape(-1)
+        else:
+            if self.hparams.slot_weight == 1.0 or "slot_mask" not in batch:
+                return self.lm(
+                    input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]
+                ).loss
+            logits = self.lm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
+            loss = F.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100, reduction="none"
+            )
         return (loss * weights.reshape(-1)).sum() / weights.sum().clamp_min(1.0)
 
     def training_step(self, batch, batch_idx):

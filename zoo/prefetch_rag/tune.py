@@ -1,4 +1,5 @@
-"""Validation tuning of the asynchronous arms (``python -m zoo.prefetch_rag.tune``; writes ``tuning.json``).
+"""Validation tuning of the asynchronous arms (``python -m zoo.prefetch_rag.tune [FOLDER] [--headroom]``; writes
+``tuning.json``; ``--headroom`` only prints the validation headroom check).
 
 Every tuned arm gets the same number of trials (:data:`TRIALS`) on the validation questions (``val`` countries,
 ``val`` lead-ins: neither the LM nor the heads trained on them; test questions are never used):
@@ -47,8 +48,9 @@ def choose(trials: list[dict], reference_em: float) -> dict:
     return max(trials, key=lambda t: t["em"])
 
 
-def tune(module, retriever, encoder=None) -> dict:
-    """Run every trial on the validation questions with ``module`` (the published checkpoint)."""
+def tune(module, retriever, encoder=None, headroom_only: bool = False) -> dict:
+    """Run every trial on the validation questions with ``module`` (the published checkpoint); with
+    ``headroom_only`` stop after the headroom check (sync_active against no_retrieval and single_shot)."""
     from zoo.prefetch_rag.decoder import Hyper
     from zoo.prefetch_rag.index import TextEncoder
     from zoo.prefetch_rag.scoring import run_arm
@@ -69,6 +71,8 @@ def tune(module, retriever, encoder=None) -> dict:
         record["references"][arm] = {"em": metrics["em"], "em_multi": metrics["em_multi"]}
     record["sync_active"].update(em_single=reference["em"], em_multi=reference["em_multi"])
     print("validation headroom:", record["sync_active"], record["references"])
+    if headroom_only:
+        return record
     for arm, grid in GRIDS.items():
         trials = []
         for config in grid:
@@ -106,11 +110,15 @@ def main() -> None:
     from zoo.prefetch_rag.index import build_retriever
 
     torch.set_num_threads(1)
-    if len(sys.argv) > 1:  # an exported folder
-        module = zoo.load_folder(sys.argv[1])
+    args = [a for a in sys.argv[1:] if a != "--headroom"]
+    if args:  # an exported folder
+        module = zoo.load_folder(args[0])
     else:
         module = zoo.load("prefetch_rag", pretrained=True)
-    record = tune(module, build_retriever())
+    record = tune(module, build_retriever(), headroom_only="--headroom" in sys.argv)
+    if "--headroom" in sys.argv:  # a check, not a tuning: tuning.json is left alone
+        print(json.dumps({"sync_active": record["sync_active"], "references": record["references"]}))
+        return
     TUNING_FILE.write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps({arm: r["best"] for arm, r in record["arms"].items()}))
 
