@@ -78,9 +78,16 @@ def preprocess(images: np.ndarray | torch.Tensor, size: int = 64) -> torch.Tenso
 
 @torch.no_grad()
 def features(
-    images: np.ndarray | torch.Tensor, size: int = 64, batch_size: int = 256, model: torch.nn.Module | None = None
+    images: np.ndarray | torch.Tensor,
+    size: int = 64,
+    batch_size: int = 256,
+    model: torch.nn.Module | None = None,
+    grid: int | None = None,
 ) -> np.ndarray:
     """Global-average-pooled EfficientNet-Lite0 features ``(N, 1280)`` float32 (not normalised).
+
+    With ``grid = g`` the feature map is average-pooled to ``g x g`` cells instead and flattened channel-major,
+    ``(N, 1280 * g * g)`` (the map is ``size / 32`` cells a side: ``g = 4`` at 128 px keeps it whole).
 
     Args:
         images: Images in any layout :func:`preprocess` accepts.
@@ -88,13 +95,18 @@ def features(
         batch_size: Images per forward pass.
         model: Another network with ``extract_features`` (e.g. a randomly initialised one, as a control);
             the pretrained EfficientNet-Lite0 by default.
+        grid: Keep a ``grid x grid`` spatial map (None: the global average).
     """
+    if grid is not None and grid < 1:
+        raise ValueError(f"grid={grid}: choose None (global average) or a positive cell count")
     model = efficientnet_lite0() if model is None else model
     n = len(images)
-    out = np.zeros((n, FEATURE_DIM), dtype=np.float32)
+    out = np.zeros((n, FEATURE_DIM * (grid or 1) ** 2), dtype=np.float32)
     for start in range(0, n, batch_size):
         batch = preprocess(images[start : start + batch_size], size=size)
-        out[start : start + len(batch)] = model.extract_features(batch).mean(dim=(2, 3)).numpy()
+        maps = model.extract_features(batch)
+        pooled = maps.mean(dim=(2, 3)) if grid is None else F.adaptive_avg_pool2d(maps, grid).flatten(1)
+        out[start : start + len(batch)] = pooled.numpy()
     return out
 
 
