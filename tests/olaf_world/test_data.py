@@ -57,6 +57,8 @@ def test_behaviour_policy_is_persistent_and_mostly_moves():
         ({"teacher": "vjepa2"}, "teacher="),
         ({"target": "future"}, "target="),
         ({"train_seeds_per_context": 31}, "train_seeds_per_context"),
+        ({"teacher_size": 100}, "teacher_size"),
+        ({"teacher_size": 64, "teacher_grid": 4}, "teacher_grid"),
     ],
 )
 def test_bad_datamodule_arguments_raise_one_clear_line(kwargs, message):
@@ -112,3 +114,28 @@ def test_terrain_split_starts_context_b_in_a_cave_away_from_lava():
     assert world[tuple(tile)] == ("path", None)
     lava = np.argwhere(world._mat_map == world._mat_ids["lava"])
     assert not len(lava) or np.abs(lava - tile).max(axis=1).min() > 4
+
+
+def test_spatial_teacher_map_pools_to_the_global_feature():
+    from zoo.common import efficientnet
+
+    frames = np.random.default_rng(0).integers(0, 256, (2, 64, 64, 3), dtype=np.uint8)
+    maps = efficientnet.features(frames, size=128, grid=4)
+    assert maps.shape == (2, 1280 * 16)
+    pooled = efficientnet.features(frames, size=128)
+    # the 4 x 4 map at 128 px is the whole map: its cell mean is the global average
+    np.testing.assert_allclose(maps.reshape(2, 1280, 16).mean(axis=2), pooled, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="grid=0"):
+        efficientnet.features(frames, grid=0)
+
+
+def test_delta_tau_of_the_datamodule_equals_the_mean_step_formula(tiny_datamodule):
+    train = tiny_datamodule.clips("train")
+    tag_free = LatentActionVideoDataModule(
+        steps_per_seed=6, train_seeds_per_context=1, eval_seeds_per_context=2, use_cache=False
+    )
+    from zoo.olaf_world.clips import tau_from_features, teacher_features
+
+    features = teacher_features(train["frames"])
+    expected = tau_from_features(features[train["frame_index"]])
+    np.testing.assert_allclose(tag_free.tau(train), expected, atol=1e-5)

@@ -7,7 +7,15 @@ import pytest
 import torch
 
 from zoo.olaf_world.clips import tau_from_features
-from zoo.olaf_world.lam import LatentActionModel, TrajectoryHead, align_loss, kl_divergence, lam_losses
+from zoo.olaf_world.lam import (
+    SHIFT_GAIN,
+    LatentActionModel,
+    TrajectoryHead,
+    align_loss,
+    kl_divergence,
+    lam_losses,
+    shift_frames,
+)
 from zoo.olaf_world.module import OlafLAMModule
 
 TINY = {"model_dim": 32, "encoder_blocks": 2, "decoder_blocks": 1, "heads": 2}
@@ -123,3 +131,46 @@ def test_residual_decoder_starts_as_the_copy_of_the_previous_frame():
     torch.testing.assert_close(recon, videos[:, :-1].clamp(1e-3, 1 - 1e-3), atol=1e-5, rtol=0)
     plain = LatentActionModel(**TINY, residual=False).eval()(videos, sample=False)["recon"]
     assert (plain - videos[:, :-1]).abs().mean() > 0.1
+
+
+def test_shift_frames_moves_content_by_the_one_hot_tap_and_blurs_by_hand_values():
+    frames = torch.arange(2 * 5 * 6 * 1, dtype=torch.float32).reshape(2, 5, 6, 1)
+    k = torch.zeros(2, 5)
+    kx, ky = k.clone(), k.clone()
+    kx[:, 4], ky[:, 2] = 1.0, 1.0  # tap r + 2 in x: out[y, x] = in[y, x + 2] (replicated right edge)
+    moved = shift_frames(frames, kx, ky)
+    torch.testing.assert_close(moved[:, :, :4], frames[:, :, 2:])
+    torch.testing.assert_close(moved[:, :, 4:], frames[:, :, 5:].expand(-1, -1, 2, -1))
+    kx, ky = k.clone(), k.clone()
+    kx[:, 2], ky[:, 1], ky[:, 2] = 1.0, 0.5, 0.5  # half of the row above: out[y] = (in[y - 1] + in[y]) / 2
+    blurred = shift_frames(frames, kx, ky)
+    torch.testing.assert_close(blurred[:, 1:], (frames[:, :-1] + frames[:, 1:]) / 2)
+    torch.testing.assert_close(blurred[:, 0], frames[:, 0])
+
+
+def test_shift_decoder_applies_the_shift_its_latent_picks():
+    torch.manual_seed(0)
+    lam = LatentActionModel(**TINY, shift_kernel=15).eval()
+    previous = torch.rand(2, 1, 64, 64, 3) * 0.8 + 0.1
+    with torch.no_grad():
+        lam.to_shift.weight.zero_()
+        lam.to_shift.weight[7 + 7, 0] = 2.0  # z[0] = 1 -> x-kernel logit at tap 14 (+7 px) = 20, centre = 4
+        lam.to_shift.weight[15 + 7, 0] = 2.0  # and the y-kernel's centre tap to 24: no vertical move
+        lam.shift_mask.fill_(2.0)  # sigmoid(20): every pixel moves
+    z = torch.zeros(2, 1, 32)
+    z[:, :, 0] = 1.0
+    base = lam.shifted(previous, z)
+    torch.testing.assert_close(base[..., :57, :], previous[..., 7:, :], atol=1e-4, rtol=0)
+    # z = 0 keeps the near-identity kernel of the init bias; the output layer starts at zero, so recon = base
+    recon = lam.decode(previous, torch.zeros(2, 1, 32))
+    expected = lam.shifted(previous, torch.zeros(2, 1, 32)).clamp(1e-3, 1 - 1e-3)
+    torch.testing.assert_close(recon, expected, atol=1e-5, rtol=0)
+    assert SHIFT_GAIN * float(lam.to_shift.bias[7]) == pytest.approx(4.0)
+
+
+@pytest.mark.parametrize("kernel", [4, 1])
+def test_bad_shift_kernel_raises_one_clear_line(kernel):
+    with pytest.raises(ValueError, match="shift_kernel"):
+        LatentActionModel(**TINY, shift_kernel=kernel)
+    with pytest.raises(ValueError, match="residual=True"):
+        LatentActionModel(**TINY, shift_kernel=15, residual=False)

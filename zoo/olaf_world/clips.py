@@ -197,21 +197,34 @@ def tau_from_features(features: np.ndarray, target: str = "delta") -> np.ndarray
     return (raw / np.maximum(norm, 1e-12)).astype(np.float32)
 
 
-def teacher_features(frames: np.ndarray, teacher: str = "efficientnet_lite0", batch_size: int = 256) -> np.ndarray:
-    """Pooled features ``(N, 1280)`` of frames ``(N, 64, 64, 3)`` uint8 from a frozen EfficientNet-Lite0.
+def teacher_features(
+    frames: np.ndarray,
+    teacher: str = "efficientnet_lite0",
+    batch_size: int = 256,
+    size: int = 64,
+    grid: int | None = None,
+) -> np.ndarray:
+    """Features ``(N, 1280 * grid**2)`` of frames ``(N, 64, 64, 3)`` uint8 from a frozen EfficientNet-Lite0.
 
     Args:
         frames: The frames.
         teacher: ``"efficientnet_lite0"`` (ImageNet weights) or ``"random_efficientnet_lite0"`` (random init,
             seed 0: does the pretrained teacher matter?).
         batch_size: Frames per forward pass.
+        size: Side the frames are resized to (64: the map is 2 x 2 cells; 128: 4 x 4).
+        grid: ``None``: the spatially pooled vector (1280-d); ``g``: the map pooled to ``g x g`` cells, flattened.
     """
     from zoo.common import efficientnet
 
     if teacher not in TEACHERS:
         raise ValueError(f"teacher={teacher!r}: choose one of {', '.join(TEACHERS)}")
     model = None if teacher == "efficientnet_lite0" else efficientnet.random_efficientnet_lite0(seed=0)
-    return efficientnet.features(frames, size=64, batch_size=batch_size, model=model)
+    return efficientnet.features(frames, size=size, batch_size=batch_size, model=model, grid=grid)
+
+
+def teacher_dim(grid: int | None = None) -> int:
+    """Width of tau for a teacher map of ``grid x grid`` cells (``None``: pooled)."""
+    return 1280 * (grid or 1) ** 2
 
 
 def _key(*parts) -> str:
@@ -248,12 +261,20 @@ def cached_clips(
     return clips
 
 
-def cached_frame_features(clips: dict[str, np.ndarray], teacher: str, tag: str, use_cache: bool = True) -> np.ndarray:
+def cached_frame_features(
+    clips: dict[str, np.ndarray],
+    teacher: str,
+    tag: str,
+    use_cache: bool = True,
+    size: int = 64,
+    grid: int | None = None,
+) -> np.ndarray:
     """Teacher features of every frame of ``clips["frames"]``, cached under ``tag`` (the clips' cache key)."""
-    path = cache_dir() / f"features-{teacher}-{tag}.npy"
+    variant = "" if (size, grid) == (64, None) else f"-{size}px-g{grid}"
+    path = cache_dir() / f"features-{teacher}{variant}-{tag}.npy"
     if use_cache and path.is_file():
         return np.load(path)
-    feats = teacher_features(clips["frames"], teacher)
+    feats = teacher_features(clips["frames"], teacher, size=size, grid=grid)
     if use_cache:
         tmp = path.with_suffix(f".tmp{os.getpid()}.npy")
         np.save(tmp, feats)

@@ -55,6 +55,9 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
         eval_seeds_per_context: Validation (40.., 90..) and test (30.., 80..) world seeds per context, at most 10.
         teacher: Frozen encoder of tau: ``"efficientnet_lite0"`` or ``"random_efficientnet_lite0"``.
         target: ``"delta"`` (SeqDelta-REPA) or ``"static"`` (the clip's mean feature: an ablation).
+        teacher_size: Side the frames are resized to for the teacher (64 or 128 px).
+        teacher_grid: ``None``: tau from the spatially pooled feature (1280-d); ``g``: from the feature map pooled
+            to ``g x g`` cells (``1280 g^2``-d; the model's ``teacher_dim`` must match).
         batch_size: Training clips per batch.
         policy_seed: Seed of the behaviour policy (the data are fixed across training seeds).
         use_cache: Keep rendered clips and teacher features under ``~/.cache/icml26-zoo/olaf_world``.
@@ -70,6 +73,8 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
         eval_seeds_per_context: int = 10,
         teacher: str = "efficientnet_lite0",
         target: str = "delta",
+        teacher_size: int = 64,
+        teacher_grid: int | None = None,
         batch_size: int = 32,
         policy_seed: int = 0,
         use_cache: bool = True,
@@ -90,7 +95,18 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
             raise ValueError(f"teacher={teacher!r}: choose one of {', '.join(clip_lib.TEACHERS)}")
         if target not in clip_lib.TARGETS:
             raise ValueError(f"target={target!r}: choose one of {', '.join(clip_lib.TARGETS)}")
+        if teacher_size % 32 or teacher_size < 32:
+            raise ValueError(f"teacher_size={teacher_size}: choose a multiple of 32 (64 or 128)")
+        if teacher_grid is not None and not 1 <= teacher_grid <= teacher_size // 32:
+            raise ValueError(
+                f"teacher_grid={teacher_grid}: choose None or 1..{teacher_size // 32} at {teacher_size} px"
+            )
         self.save_hyperparameters()
+
+    @property
+    def teacher_dim(self) -> int:
+        """Width of tau (the model's ``teacher_dim``)."""
+        return clip_lib.teacher_dim(self.hparams.teacher_grid)
 
     def clips(self, split: str) -> dict[str, np.ndarray]:
         """The clips of ``"train"`` (stride 1), ``"val"`` or ``"test"`` (non-overlapping) world seeds."""
@@ -107,12 +123,20 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
         )
 
     def tau(self, clips: dict[str, np.ndarray]) -> np.ndarray:
-        """tau ``(N, 1280)`` of every clip, from per-frame teacher features (cached)."""
+        """tau ``(N, teacher_dim)`` of every clip, from per-frame teacher features (cached)."""
         hp = self.hparams
         tag = clip_lib._key(tuple(clips["world_seed"][[0, -1]].tolist()), clips["frames"].shape, hp.policy_seed)
         tag += "-" + clip_lib._key(clips["frames"][:: max(1, len(clips["frames"]) // 16)].tobytes())
-        features = clip_lib.cached_frame_features(clips, hp.teacher, tag, hp.use_cache)
-        return clip_lib.tau_from_features(features[clips["frame_index"]], hp.target)
+        features = clip_lib.cached_frame_features(
+            clips, hp.teacher, tag, hp.use_cache, hp.teacher_size, hp.teacher_grid
+        )
+        index = clips["frame_index"]
+        if hp.target == "delta":  # mean_k (s_{k+1} - s_k) = (s_{T-1} - s_0) / (T - 1): the same unit vector
+            index = index[:, [0, -1]]
+        chunks = [
+            clip_lib.tau_from_features(features[index[i : i + 1024]], hp.target) for i in range(0, len(index), 1024)
+        ]
+        return np.concatenate(chunks) if chunks else np.zeros((0, features.shape[1]), np.float32)
 
     def setup(self, stage: str | None = None) -> None:
         if stage in (None, "fit"):

@@ -17,6 +17,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+# The shift decoder's logits and mask are 10 x their parameters: AdamW's ~lr-sized steps move them 10x faster
+# (a few hundred steps must suffice to pick a 7-pixel shift).
+SHIFT_GAIN = 10.0
+
 
 def kl_divergence(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
     """-1/2 sum_dim (1 + logvar - mu^2 - exp(logvar)), averaged over all leading dimensions (the latents)."""
@@ -98,6 +102,20 @@ def unpatchify(patches: torch.Tensor, patch: int, height: int, width: int, chann
     return x.permute(0, 1, 2, 4, 3, 5, 6).reshape(b, t, height, width, channels)
 
 
+def shift_frames(frames: torch.Tensor, kernel_x: torch.Tensor, kernel_y: torch.Tensor) -> torch.Tensor:
+    """Separable per-sample filtering of ``frames`` ``(N, H, W, C)`` by ``kernel_x``, ``kernel_y`` ``(N, K)`` (K odd).
+
+    ``out[n, y, x] = sum_ij kernel_y[n, i] kernel_x[n, j] frames[n, y + i - r, x + j - r]`` with ``r = K // 2`` and
+    replicated edges: a kernel that is one-hot at ``j = r + s`` moves the content by ``s`` pixels to the left.
+    """
+    k = kernel_x.shape[-1]
+    r = k // 2
+    h, w = frames.shape[1:3]
+    padded = F.pad(frames.permute(0, 3, 1, 2), (r, r, r, r), mode="replicate").permute(0, 2, 3, 1)
+    rows = sum(kernel_x[:, j, None, None, None] * padded[:, :, j : j + w] for j in range(k))
+    return sum(kernel_y[:, i, None, None, None] * rows[:, i : i + h] for i in range(k))
+
+
 class LatentActionModel(nn.Module):
     """The beta-VAE LAM: spatio-temporal encoder -> z_t (t = 1..T-1) -> spatial decoder of frame t from t-1.
 
@@ -130,8 +148,12 @@ class LatentActionModel(nn.Module):
         max_frames: int = 16,
         causal: bool = True,
         residual: bool = True,
+        shift_kernel: int = 0,
+        logvar_init: float | None = None,
     ) -> None:
         super().__init__()
+        if shift_kernel and (shift_kernel % 2 == 0 or shift_kernel < 3 or not residual):
+            raise ValueError(f"shift_kernel={shift_kernel}: choose 0 (off) or an odd K >= 3, with residual=True")
         if image_size % patch:
             raise ValueError(f"patch={patch} must divide image_size={image_size}")
         self.image_size, self.channels, self.patch, self.latent_dim = image_size, channels, patch, latent_dim
@@ -145,6 +167,9 @@ class LatentActionModel(nn.Module):
         self.encoder = nn.ModuleList(STBlock(model_dim, heads, causal) for _ in range(encoder_blocks))
         self.encoder_norm = nn.LayerNorm(model_dim)
         self.to_latent = nn.Linear(model_dim, 2 * latent_dim)
+        if logvar_init is not None:
+            with torch.no_grad():
+                self.to_latent.bias[latent_dim:] = logvar_init
         self.patch_up = nn.Linear(patch_dim, model_dim)
         self.action_up = nn.Linear(latent_dim, model_dim)
         self.decoder_pos = nn.Parameter(torch.randn(1, num_patches, model_dim) * 0.02)
@@ -155,6 +180,16 @@ class LatentActionModel(nn.Module):
         if residual:
             nn.init.zeros_(self.patch_out.weight)
             nn.init.zeros_(self.patch_out.bias)
+        self.shift_kernel = shift_kernel
+        if shift_kernel:
+            # logits of the two 1-D kernels; the bias starts peaked on the centre tap (an identity-like kernel)
+            self.to_shift = nn.Linear(latent_dim, 2 * shift_kernel)
+            nn.init.zeros_(self.to_shift.weight)
+            with torch.no_grad():
+                self.to_shift.bias.zero_()
+                self.to_shift.bias[[shift_kernel // 2, shift_kernel + shift_kernel // 2]] = 4.0 / SHIFT_GAIN
+            # per-pixel logit of "this pixel scrolls" (shared by every frame); 0 = half moved, half copied
+            self.shift_mask = nn.Parameter(torch.zeros(1, image_size, image_size, 1))
 
     def check_videos(self, videos: torch.Tensor) -> None:
         """Raise a one-line ValueError unless ``videos`` is ``(B, T >= 2, H, W, C)`` in [0, 1] at this size."""
@@ -185,15 +220,27 @@ class LatentActionModel(nn.Module):
         """Frames ``(B, K, H, W, C)`` predicted from the previous frames and latent actions ``z`` ``(B, K, d)``."""
         b, k = previous.shape[:2]
         previous_patches = patchify(previous, self.patch)
+        base_patches = previous_patches
+        if self.shift_kernel:
+            base_patches = patchify(self.shifted(previous, z), self.patch)
         x = self.patch_up(previous_patches) + self.action_up(z).unsqueeze(2) + self.decoder_pos
         x = x.reshape(b * k, *x.shape[2:])
         for block in self.decoder:
             x = block(x)
         logits = self.patch_out(self.decoder_norm(x)).reshape(b, k, -1, self.patch_out.out_features)
         if self.residual:
-            logits = logits + torch.logit(previous_patches, eps=1e-3)
+            logits = logits + torch.logit(base_patches, eps=1e-3)
         patches = torch.sigmoid(logits)
         return unpatchify(patches, self.patch, self.image_size, self.image_size, self.channels)
+
+    def shifted(self, previous: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """The shift decoder's base: frames ``previous`` ``(B, K, H, W, C)`` moved by the kernels ``z`` picks."""
+        b, k = previous.shape[:2]
+        kernels = (SHIFT_GAIN * self.to_shift(z)).reshape(b * k, 2, self.shift_kernel).softmax(dim=-1)
+        flat = previous.reshape(b * k, *previous.shape[2:])
+        moved = shift_frames(flat, kernels[:, 0], kernels[:, 1]).reshape(previous.shape)
+        mask = torch.sigmoid(SHIFT_GAIN * self.shift_mask)
+        return mask * moved + (1 - mask) * previous
 
     def forward(self, videos: torch.Tensor, sample: bool = True) -> dict[str, torch.Tensor]:
         """Encode, sample ``z`` (``mu`` when ``sample`` is False) and reconstruct frames 1..T-1."""

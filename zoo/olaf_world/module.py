@@ -36,6 +36,10 @@ class OlafLAMModule(PretrainedMixin, pl.LightningModule):
         clip_length: Frames per clip T of ``example_input_array`` (the model takes 2..16).
         teacher_dim: Width of tau (1280 for EfficientNet-Lite0).
         residual: Decoder adds to the previous frame's logits (see :class:`~zoo.olaf_world.lam.LatentActionModel`).
+        shift_kernel: 0 or the odd kernel width of the shift decoder (see
+            :class:`~zoo.olaf_world.lam.LatentActionModel`).
+        logvar_init: Initial bias of the logvar head (None: default init; see
+            :class:`~zoo.olaf_world.lam.LatentActionModel`).
         seed: Seed of the initial weights.
     """
 
@@ -63,6 +67,8 @@ class OlafLAMModule(PretrainedMixin, pl.LightningModule):
         clip_length: int = 4,
         teacher_dim: int = 1280,
         residual: bool = True,
+        shift_kernel: int = 0,
+        logvar_init: float | None = None,
         seed: int = 0,
     ) -> None:
         super().__init__()
@@ -82,6 +88,8 @@ class OlafLAMModule(PretrainedMixin, pl.LightningModule):
                 heads=heads,
                 latent_dim=latent_dim,
                 residual=residual,
+                shift_kernel=shift_kernel,
+                logvar_init=logvar_init,
             )
             self.head = TrajectoryHead(latent_dim, teacher_dim)
         self.example_input_array = torch.rand(2, clip_length, image_size, image_size, 3)
