@@ -37,7 +37,13 @@ OPTIONAL = {
     # deterministic start: logvar bias -6 (z ~ mu at init) and beta 1e-6 (2e-4 x ~80 nats would outweigh the MSE)
     "shift_p16_det": ({"shift_kernel": 15, "patch": 16, "beta": 1e-6, "logvar_init": -6.0}, 400),
     "det_p16": ({"patch": 16, "beta": 1e-6, "logvar_init": -6.0}, 300),
+    # shift_p16_det + SeqDelta-REPA with tau from the keypoint readout (80-d) of the frozen EfficientNet-Lite0
+    "shift_p16_det_align_kp": (
+        {"shift_kernel": 15, "patch": 16, "beta": 1e-6, "logvar_init": -6.0, "align_weight": 0.02, "teacher_dim": 80},
+        400,
+    ),
 }
+TAU_READOUT = {"shift_p16_det_align_kp": "keypoints"}
 
 
 def teacher_probes(val: dict, out: dict, write) -> None:
@@ -133,7 +139,9 @@ def keypoint_features(frames: np.ndarray, model, strides=(4, 8), size: int = 64)
     return {s: np.concatenate(v) for s, v in out.items()}
 
 
-def lam_pilot(name: str, overrides: dict, steps: int, train: dict, val: dict, out: dict, write) -> None:
+def lam_pilot(
+    name: str, overrides: dict, steps: int, train: dict, val: dict, out: dict, write, tau: np.ndarray | None = None
+) -> None:
     from zoo.olaf_world.metrics import probe_accuracies
     from zoo.olaf_world.module import OlafLAMModule
 
@@ -156,9 +164,12 @@ def lam_pilot(name: str, overrides: dict, steps: int, train: dict, val: dict, ou
     train_s = 0.0
     for step in range(1, steps + 1):
         t0 = time.perf_counter()
-        batch = torch.as_tensor(videos[rng.integers(0, len(videos), 16)]).float() / 255.0
+        index = rng.integers(0, len(videos), 16)
+        batch = {"videos": torch.as_tensor(videos[index]).float() / 255.0}
+        if tau is not None:
+            batch["tau"] = torch.as_tensor(tau[index])
         module.train()
-        losses = module.losses({"videos": batch})
+        losses = module.losses(batch)
         optimiser.zero_grad()
         losses["loss"].backward()
         torch.nn.utils.clip_grad_norm_(module.parameters(), 0.3)
@@ -185,6 +196,7 @@ def lam_pilot(name: str, overrides: dict, steps: int, train: dict, val: dict, ou
                     "copy_mse": copy_mse,
                     "val_kl": kl,
                     "train_mse": float(losses["mse"]),
+                    **({"train_align": float(losses["align"])} if "align" in losses else {}),
                     "train_s_per_step": train_s / step,
                     "wall_s": time.perf_counter() - started,
                 }
@@ -230,7 +242,13 @@ def main() -> None:
         if time.perf_counter() - START > args.budget_s:
             out["skipped"].append(name)
             continue
-        lam_pilot(name, overrides, steps, train, val, out, write)
+        tau = None
+        if name in TAU_READOUT:
+            tau_dm = LatentActionVideoDataModule(split="terrain", teacher_readout=TAU_READOUT[name])
+            started = time.perf_counter()
+            tau = tau_dm.tau(train)
+            out.setdefault("tau_s", {})[name] = time.perf_counter() - started
+        lam_pilot(name, overrides, steps, train, val, out, write, tau)
     write()
 
 

@@ -59,6 +59,7 @@ def test_behaviour_policy_is_persistent_and_mostly_moves():
         ({"train_seeds_per_context": 31}, "train_seeds_per_context"),
         ({"teacher_size": 100}, "teacher_size"),
         ({"teacher_size": 64, "teacher_grid": 4}, "teacher_grid"),
+        ({"teacher_readout": "flow"}, "teacher_readout"),
     ],
 )
 def test_bad_datamodule_arguments_raise_one_clear_line(kwargs, message):
@@ -139,3 +140,19 @@ def test_delta_tau_of_the_datamodule_equals_the_mean_step_formula(tiny_datamodul
     features = teacher_features(train["frames"])
     expected = tau_from_features(features[train["frame_index"]])
     np.testing.assert_allclose(tag_free.tau(train), expected, atol=1e-5)
+
+
+def test_keypoint_readout_moves_with_the_view():
+    from zoo.olaf_world.clips import teacher_dim, teacher_features
+
+    rng = np.random.default_rng(0)
+    world = np.full((96, 160, 3), 60, dtype=np.uint8)
+    world[40:56, 64:80] = rng.integers(0, 256, (16, 16, 3), dtype=np.uint8)  # one textured object on a flat ground
+    frames = np.stack([world[16:80, 40:104], world[16:80, 48:112]])  # the second view is 8 px further right
+    kp = teacher_features(frames, readout="keypoints")
+    assert kp.shape == (2, teacher_dim(readout="keypoints")) == (2, 80)
+    dx, dy = kp[1, :40] - kp[0, :40], kp[1, 40:] - kp[0, 40:]
+    # the content moved left: most channel centroids move left, and more in x than in y
+    assert (dx < 0).mean() > 0.7 and np.abs(dx).mean() > 2 * np.abs(dy).mean()
+    with pytest.raises(ValueError, match="readout="):
+        teacher_features(frames, readout="flow")

@@ -32,6 +32,7 @@ SPLITS = ("world", "terrain")
 CONTEXT_B_FIRST_SEED = 50
 TEACHERS = ("efficientnet_lite0", "random_efficientnet_lite0")
 TARGETS = ("delta", "static")
+READOUTS = ("pooled", "keypoints")
 
 
 def cache_dir() -> Path:
@@ -197,12 +198,44 @@ def tau_from_features(features: np.ndarray, target: str = "delta") -> np.ndarray
     return (raw / np.maximum(norm, 1e-12)).astype(np.float32)
 
 
+def keypoint_features(frames: np.ndarray, model, stride: int = 8, size: int = 64, batch_size: int = 256) -> np.ndarray:
+    """Per-channel centroids ``(E[x], E[y])`` in [-1, 1] of the positive activations of EfficientNet-Lite0's last
+    block at ``stride`` (40 channels at stride 8: ``(N, 80)``).
+
+    A frozen "where" readout of the frozen network (spatial soft-argmax keypoints, as in deep spatial
+    autoencoders): when the view scrolls, every centroid moves with it, whatever the content.
+    """
+    import torch
+
+    from zoo.common.efficientnet import preprocess
+
+    out = []
+    with torch.no_grad():
+        for start in range(0, len(frames), batch_size):
+            x = preprocess(frames[start : start + batch_size], size=size)
+            x = model._swish(model._bn0(model._conv_stem(x)))
+            kept = None
+            for block in model._blocks:
+                x = block(x)
+                if size // x.shape[-1] == stride:
+                    kept = x
+            if kept is None:
+                raise ValueError(f"stride={stride}: EfficientNet-Lite0 has no block at that stride")
+            m = kept.clamp_min(0)
+            m = m / m.sum(dim=(2, 3), keepdim=True).clamp_min(1e-6)
+            h, w = m.shape[-2:]
+            ys, xs = torch.linspace(-1, 1, h)[:, None], torch.linspace(-1, 1, w)[None, :]
+            out.append(np.concatenate([(m * xs).sum(dim=(2, 3)).numpy(), (m * ys).sum(dim=(2, 3)).numpy()], axis=1))
+    return np.concatenate(out)
+
+
 def teacher_features(
     frames: np.ndarray,
     teacher: str = "efficientnet_lite0",
     batch_size: int = 256,
     size: int = 64,
     grid: int | None = None,
+    readout: str = "pooled",
 ) -> np.ndarray:
     """Features ``(N, 1280 * grid**2)`` of frames ``(N, 64, 64, 3)`` uint8 from a frozen EfficientNet-Lite0.
 
@@ -213,18 +246,24 @@ def teacher_features(
         batch_size: Frames per forward pass.
         size: Side the frames are resized to (64: the map is 2 x 2 cells; 128: 4 x 4).
         grid: ``None``: the spatially pooled vector (1280-d); ``g``: the map pooled to ``g x g`` cells, flattened.
+        readout: ``"pooled"`` (the paper's spatial mean, or the ``grid`` map) or ``"keypoints"`` (80-d channel
+            centroids at stride 8, :func:`keypoint_features`).
     """
     from zoo.common import efficientnet
 
     if teacher not in TEACHERS:
         raise ValueError(f"teacher={teacher!r}: choose one of {', '.join(TEACHERS)}")
+    if readout not in READOUTS:
+        raise ValueError(f"readout={readout!r}: choose one of {', '.join(READOUTS)}")
     model = None if teacher == "efficientnet_lite0" else efficientnet.random_efficientnet_lite0(seed=0)
+    if readout == "keypoints":
+        return keypoint_features(frames, model or efficientnet.efficientnet_lite0(), size=size, batch_size=batch_size)
     return efficientnet.features(frames, size=size, batch_size=batch_size, model=model, grid=grid)
 
 
-def teacher_dim(grid: int | None = None) -> int:
-    """Width of tau for a teacher map of ``grid x grid`` cells (``None``: pooled)."""
-    return 1280 * (grid or 1) ** 2
+def teacher_dim(grid: int | None = None, readout: str = "pooled") -> int:
+    """Width of tau for a teacher map of ``grid x grid`` cells (``None``: pooled), or 80 for keypoints."""
+    return 80 if readout == "keypoints" else 1280 * (grid or 1) ** 2
 
 
 def _key(*parts) -> str:
@@ -268,13 +307,15 @@ def cached_frame_features(
     use_cache: bool = True,
     size: int = 64,
     grid: int | None = None,
+    readout: str = "pooled",
 ) -> np.ndarray:
     """Teacher features of every frame of ``clips["frames"]``, cached under ``tag`` (the clips' cache key)."""
     variant = "" if (size, grid) == (64, None) else f"-{size}px-g{grid}"
+    variant += "" if readout == "pooled" else f"-{readout}"
     path = cache_dir() / f"features-{teacher}{variant}-{tag}.npy"
     if use_cache and path.is_file():
         return np.load(path)
-    feats = teacher_features(clips["frames"], teacher, size=size, grid=grid)
+    feats = teacher_features(clips["frames"], teacher, size=size, grid=grid, readout=readout)
     if use_cache:
         tmp = path.with_suffix(f".tmp{os.getpid()}.npy")
         np.save(tmp, feats)

@@ -58,6 +58,8 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
         teacher_size: Side the frames are resized to for the teacher (64 or 128 px).
         teacher_grid: ``None``: tau from the spatially pooled feature (1280-d); ``g``: from the feature map pooled
             to ``g x g`` cells (``1280 g^2``-d; the model's ``teacher_dim`` must match).
+        teacher_readout: ``"pooled"`` (the paper's spatial mean, or the ``teacher_grid`` map) or ``"keypoints"``
+            (80-d centroids of the frozen stride-8 activations: where things are, not what; ours).
         batch_size: Training clips per batch.
         policy_seed: Seed of the behaviour policy (the data are fixed across training seeds).
         use_cache: Keep rendered clips and teacher features under ``~/.cache/icml26-zoo/olaf_world``.
@@ -75,6 +77,7 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
         target: str = "delta",
         teacher_size: int = 64,
         teacher_grid: int | None = None,
+        teacher_readout: str = "pooled",
         batch_size: int = 32,
         policy_seed: int = 0,
         use_cache: bool = True,
@@ -101,12 +104,14 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
             raise ValueError(
                 f"teacher_grid={teacher_grid}: choose None or 1..{teacher_size // 32} at {teacher_size} px"
             )
+        if teacher_readout not in clip_lib.READOUTS:
+            raise ValueError(f"teacher_readout={teacher_readout!r}: choose one of {', '.join(clip_lib.READOUTS)}")
         self.save_hyperparameters()
 
     @property
     def teacher_dim(self) -> int:
         """Width of tau (the model's ``teacher_dim``)."""
-        return clip_lib.teacher_dim(self.hparams.teacher_grid)
+        return clip_lib.teacher_dim(self.hparams.teacher_grid, self.hparams.teacher_readout)
 
     def clips(self, split: str) -> dict[str, np.ndarray]:
         """The clips of ``"train"`` (stride 1), ``"val"`` or ``"test"`` (non-overlapping) world seeds."""
@@ -128,7 +133,7 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
         tag = clip_lib._key(tuple(clips["world_seed"][[0, -1]].tolist()), clips["frames"].shape, hp.policy_seed)
         tag += "-" + clip_lib._key(clips["frames"][:: max(1, len(clips["frames"]) // 16)].tobytes())
         features = clip_lib.cached_frame_features(
-            clips, hp.teacher, tag, hp.use_cache, hp.teacher_size, hp.teacher_grid
+            clips, hp.teacher, tag, hp.use_cache, hp.teacher_size, hp.teacher_grid, hp.teacher_readout
         )
         index = clips["frame_index"]
         if hp.target == "delta":  # mean_k (s_{k+1} - s_k) = (s_{T-1} - s_0) / (T - 1): the same unit vector
