@@ -44,7 +44,7 @@ def test_var_teacher_forced_accuracy_at_scale_8():
     assert accuracy >= 0.4, f"teacher-forced scale-8 code accuracy {accuracy:.3f} < 0.40 (issue 22's threshold)"
 
 
-@pytest.mark.slow  # a 100-step student and the 10,000 test images: ~15 s on the shared 2 cores
+@pytest.mark.slow  # a 300-step student and the 10,000 test images: ~15 s on the shared 2 cores
 def test_published_ipc10_set_trains_a_student_to_its_card_accuracy():
     from safetensors import safe_open
 
