@@ -37,11 +37,25 @@ OPTIONAL = {
     # deterministic start: logvar bias -6 (z ~ mu at init) and beta 1e-6 (2e-4 x ~80 nats would outweigh the MSE)
     "shift_p16_det": ({"shift_kernel": 15, "patch": 16, "beta": 1e-6, "logvar_init": -6.0}, 400),
     "det_p16": ({"patch": 16, "beta": 1e-6, "logvar_init": -6.0}, 300),
+    # a narrow latent (4 dims, not 32): less room for frame-t content, the scroll needs ~2
+    "shift_p16_det_z4": ({"shift_kernel": 15, "patch": 16, "beta": 1e-6, "logvar_init": -6.0, "latent_dim": 4}, 300),
+    "shift_p16_det_motion": (
+        {"shift_kernel": 15, "patch": 16, "beta": 1e-6, "logvar_init": -6.0, "motion_tokens": True},
+        250,
+    ),
     # shift_p16_det + SeqDelta-REPA with tau from the keypoint readout (80-d) of the frozen EfficientNet-Lite0
     "shift_p16_det_align_kp": (
         {"shift_kernel": 15, "patch": 16, "beta": 1e-6, "logvar_init": -6.0, "align_weight": 0.02, "teacher_dim": 80},
         400,
     ),
+}
+# Diagnostics, not models: the encoder trained *with* the true actions (cross-entropy of a linear head on mu):
+# can this encoder learn to see the action at all within the budget? (the unsupervised fits above cannot be
+# better than this)
+SUPERVISED = {
+    "supervised_p16": ({"patch": 16}, 300),
+    "supervised_p8": ({"patch": 8}, 200),
+    "supervised_p16_motion": ({"patch": 16, "motion_tokens": True}, 200),
 }
 TAU_READOUT = {"shift_p16_det_align_kp": "keypoints"}
 
@@ -147,6 +161,9 @@ def lam_pilot(
 
     kwargs = {"align_weight": 0.0, "beta": 2e-4, "lr": 1e-3, "seed": 0, **overrides}
     module = OlafLAMModule(**kwargs)
+    supervised = name in SUPERVISED
+    if supervised:
+        module.action_head = torch.nn.Linear(module.lam.latent_dim, 6)
     optimiser = module.configure_optimizers()
     rng = np.random.default_rng(0)
     videos = train["videos"]
@@ -169,7 +186,14 @@ def lam_pilot(
         if tau is not None:
             batch["tau"] = torch.as_tensor(tau[index])
         module.train()
-        losses = module.losses(batch)
+        if supervised:
+            mu = module.lam.encode(batch["videos"])[0]
+            ce = torch.nn.functional.cross_entropy(
+                module.action_head(mu).reshape(-1, 6), torch.as_tensor(train["actions"][index]).reshape(-1)
+            )
+            losses = {"loss": ce, "mse": ce.detach()}
+        else:
+            losses = module.losses(batch)
         optimiser.zero_grad()
         losses["loss"].backward()
         torch.nn.utils.clip_grad_norm_(module.parameters(), 0.3)
@@ -211,7 +235,7 @@ START = time.perf_counter()
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("benchmarks/olaf_world_pilot.json"))
-    parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=[*VARIANTS, *OPTIONAL])
+    parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=[*VARIANTS, *OPTIONAL, *SUPERVISED])
     parser.add_argument("--steps-scale", type=float, default=1.0, help="multiply every variant's steps (smoke: 0.01)")
     parser.add_argument("--budget-s", type=float, default=200.0, help="start no variant after this")
     parser.add_argument("--no-teacher", action="store_true")
@@ -237,7 +261,7 @@ def main() -> None:
         print(json.dumps(out["teacher"], indent=1), flush=True)
     train = dm.clips("train")
     for name in args.variants:
-        overrides, steps = {**VARIANTS, **OPTIONAL}[name]
+        overrides, steps = {**VARIANTS, **OPTIONAL, **SUPERVISED}[name]
         steps = max(2, int(steps * args.steps_scale))
         if time.perf_counter() - START > args.budget_s:
             out["skipped"].append(name)

@@ -56,9 +56,10 @@ def test_align_loss_is_one_minus_cosine():
     assert float(align_loss(a, b)) == pytest.approx((0.0 + (1 + 1 / np.sqrt(2))) / 2, rel=1e-6)
 
 
-def test_causal_mask_z_t_ignores_later_frames():
+@pytest.mark.parametrize("motion_tokens", [False, True])
+def test_causal_mask_z_t_ignores_later_frames(motion_tokens):
     torch.manual_seed(0)
-    lam = LatentActionModel(**TINY).eval()
+    lam = LatentActionModel(**TINY, motion_tokens=motion_tokens).eval()
     videos = torch.rand(2, 5, 64, 64, 3)
     mu, _ = lam.encode(videos)
     for t in range(1, 4):  # z_t (index t - 1) is the action into frame t: frames > t must not matter

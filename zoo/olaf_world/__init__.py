@@ -44,9 +44,25 @@ Reconstructed choices and deviations (the spec and the issue allow the substitut
 Status (2026-12-02, first landing; no entry is registered yet): the recipes (500 steps, ~2-3 min on 2 cores) do
 not yet teach the LAM the actions. Seed 0 on the terrain test worlds: cross / within probes lam_align 0.204 /
 0.246, lam_vae 0.225 / 0.263, random_encoder 0.244 / 0.278 (chance ~0.2); transfer 0.169 / 0.183 / 0.166 against
-an inverse-dynamics ceiling of 0.84 (A) / 0.80 (B); KL ~0.3 nats. And tau itself is a weak action target: a
-linear probe from tau to the action reaches 0.32-0.41 within a context and 0.21-0.24 across, no better than tau
-from a random EfficientNet (see the issue-28 note). Registration waits for a LAM that encodes actions.
+an inverse-dynamics ceiling of 0.84 (A) / 0.80 (B); KL ~0.3 nats. Registration waits for a LAM that encodes actions.
+
+Second session (validation worlds only, ``benchmarks/olaf_world_pilot.py``, results in
+``benchmarks/olaf_world_pilot.json``; options added, recipe defaults unchanged):
+
+* Collapse remedies, each a 200-400-step pilot (lambda = 0): the shift decoder (``shift_kernel=15``: z picks a
+  separable kernel that moves frame t-1, CDNA-style), a near-deterministic start (``logvar_init=-6``, beta 1e-6),
+  both together, and a 4-d latent. Each lowers the validation MSE (down to 0.0059 against 0.0083 for copying
+  frame t-1) but none moves the validation probes off chance (within 0.19-0.24, cross 0.19-0.21).
+* Diagnostic: the same encoder trained *with* the true actions (cross-entropy of a linear head on mu, 300 steps
+  of 16 clips) stays at chance too (training loss 1.85 ~ the label entropy), while it can memorise 32 clips in
+  60 steps. So the spatio-temporal encoder does not learn to see the action in a CPU-sized budget, with or
+  without the VAE objective: the collapse is a symptom. ``motion_tokens`` (each token also embeds its change
+  since frame t-1) is the next candidate (see the issue-28 note for its pilot).
+* The teacher: the per-transition feature difference of EfficientNet-Lite0 carries no action information a
+  linear probe finds, pooled or spatial (2 x 2 map at 64 px, 4 x 4 at 128 px: 0.21-0.23 within, 0.19-0.21
+  across), and no more with a "where" readout (channel centroids, ``teacher_readout="keypoints"``: 0.24-0.27);
+  a randomly initialised EfficientNet scores the same. On a top-down scroll the change of semantic features
+  depends on the content, not on the action, so tau cannot orient the latents here.
 
 This file imports only the registry.
 """

@@ -150,6 +150,7 @@ class LatentActionModel(nn.Module):
         residual: bool = True,
         shift_kernel: int = 0,
         logvar_init: float | None = None,
+        motion_tokens: bool = False,
     ) -> None:
         super().__init__()
         if shift_kernel and (shift_kernel % 2 == 0 or shift_kernel < 3 or not residual):
@@ -160,7 +161,8 @@ class LatentActionModel(nn.Module):
         num_patches = (image_size // patch) ** 2
         patch_dim = patch * patch * channels
         self.max_frames = max_frames
-        self.patch_in = nn.Linear(patch_dim, model_dim)
+        self.motion_tokens = motion_tokens
+        self.patch_in = nn.Linear(2 * patch_dim if motion_tokens else patch_dim, model_dim)
         self.action_prompt = nn.Parameter(torch.empty(1, 1, 1, model_dim).uniform_(-1, 1))
         self.spatial_pos = nn.Parameter(torch.randn(1, 1, num_patches + 1, model_dim) * 0.02)
         self.temporal_pos = nn.Parameter(torch.randn(1, max_frames, 1, model_dim) * 0.02)
@@ -207,7 +209,11 @@ class LatentActionModel(nn.Module):
         """``(mu, logvar)`` of shape ``(B, T-1, latent_dim)``: z_t is the action from frame t-1 to t."""
         self.check_videos(videos)
         b, t = videos.shape[:2]
-        tokens = self.patch_in(patchify(videos, self.patch))
+        patches = patchify(videos, self.patch)
+        if self.motion_tokens:
+            change = torch.cat([torch.zeros_like(patches[:, :1]), patches[:, 1:] - patches[:, :-1]], dim=1)
+            patches = torch.cat([patches, change], dim=-1)
+        tokens = self.patch_in(patches)
         prompt = self.action_prompt.expand(b, t, 1, -1)
         x = torch.cat([prompt, tokens], dim=2) + self.spatial_pos + self.temporal_pos[:, :t]
         for block in self.encoder:

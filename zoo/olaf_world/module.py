@@ -40,6 +40,7 @@ class OlafLAMModule(PretrainedMixin, pl.LightningModule):
             :class:`~zoo.olaf_world.lam.LatentActionModel`).
         logvar_init: Initial bias of the logvar head (None: default init; see
             :class:`~zoo.olaf_world.lam.LatentActionModel`).
+        motion_tokens: Encoder tokens embed each patch and its change since the previous frame.
         seed: Seed of the initial weights.
     """
 
@@ -69,6 +70,7 @@ class OlafLAMModule(PretrainedMixin, pl.LightningModule):
         residual: bool = True,
         shift_kernel: int = 0,
         logvar_init: float | None = None,
+        motion_tokens: bool = False,
         seed: int = 0,
     ) -> None:
         super().__init__()
@@ -90,6 +92,7 @@ class OlafLAMModule(PretrainedMixin, pl.LightningModule):
                 residual=residual,
                 shift_kernel=shift_kernel,
                 logvar_init=logvar_init,
+                motion_tokens=motion_tokens,
             )
             self.head = TrajectoryHead(latent_dim, teacher_dim)
         self.example_input_array = torch.rand(2, clip_length, image_size, image_size, 3)
