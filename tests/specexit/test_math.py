@@ -25,7 +25,7 @@ TOK = TraceTokenizer()
 
 
 def test_tokenizer_round_trip_and_single_token_delimiter():
-    text = "Q:23+45-12=?<think>+45=68.\n\n-12=56.\n\n56.\n\nCheck:+12=68.\n\n</think>Answer: 56<eos>"
+    text = "Q:23+45-12=?<think>+45=68.\n\n-12=56.\n\n56.\n\nCheck: 56+12=68.\n\n</think>Answer: 56<eos>"
     ids = TOK.encode(text)
     assert TOK.decode(ids) == text
     assert ids.count(TOK.delim_id) == 4  # each "\n\n" is one token
@@ -46,28 +46,29 @@ def test_trace_format_and_lstar():
     text = TOK.decode(trace.ids)
     assert text == (
         "Q:23+45-12+7=?<think>+45=68.\n\n-12=56.\n\n+7=63.\n\n63.\n\n"
-        "Check:-7=56.\n\nCheck:+12=68.\n\nCheck:-45=23.\n\n</think>Answer: 63<eos>"
+        "Check: 63-7=56.\n\nCheck: 56+12=68.\n\nCheck: 68-45=23.\n\n</think>Answer: 63<eos>"
     )
     # L* is the delimiter closing the bare answer line: the answer is written there.
     assert trace.ids[trace.lstar_pos] == TOK.delim_id
     assert TOK.decode(trace.ids[: trace.lstar_pos + 1]).endswith("+7=63.\n\n63.\n\n")
     assert trace.delimiter_pos.index(trace.lstar_pos) == 3 and trace.checks == 3
     assert parse_answer(text) == 63
-    assert readout("+45=68.\n\n-12=56.\n\n+7=63.\n\n63.\n\nCheck:-7=56.\n\n") == 63
+    assert readout("+45=68.\n\n-12=56.\n\n+7=63.\n\n63.\n\nCheck: 63-7=56.\n\n") == 63
     assert readout("+45=68.\n\n-12=56.\n\n") is None and last_computed_value("+45=68.\n\n-12=56.\n\n") == 56
     assert last_computed_value("+45=68.\n\n63.\n\n") == 63
     assert readout("+45=68.\n\n-12=56.\n\n+7=63.\n\n63.") is None  # an unfinished line states nothing yet
     # every line is short: no line grows with the problem's length
     long = build_trace(Problem((9,) + (1,) * 9, ("+",) * 9), TOK)
     lines = TOK.decode(long.ids[long.prompt_len : long.end_think_pos]).split("\n\n")
-    assert max(len(TOK.encode(line)) for line in lines) <= 7
+    assert max(len(TOK.encode(line)) for line in lines if not line.startswith("Check:")) <= 7
+    assert max(len(TOK.encode(line)) for line in lines if line.startswith("Check:")) <= 10
 
 
 def test_exit_label_of_a_hand_written_trace_is_the_earliest_answer_determining_position():
     """Issue 34: the label is where the answer the full trace gives is fixed, not a surface marker."""
     text = (
         "Q:8+4-7+9=?<think>+4=12.\n\n-7=5.\n\n+9=14.\n\n13.\n\nWait,14.\n\n"
-        "Check:-9=5.\n\nCheck:+7=12.\n\n</think>Answer: 14<eos>"
+        "Check: 14-9=5.\n\nCheck: 5+7=12.\n\n</think>Answer: 14<eos>"
     )
     ids = TOK.encode(text)
     label = exit_label(ids, TOK)
@@ -82,7 +83,7 @@ def test_exit_label_of_a_hand_written_trace_is_the_earliest_answer_determining_p
     assert exit_label(TOK.encode(text.replace("Answer: 14", "Answer: 15")), TOK) is None
     assert exit_label(TOK.encode("Q:1+2=?<think>3.\n\n"), TOK) is None
     # the answer the full trace gives, even when it is wrong: a target that writes 15 keeps 15
-    wrong = TOK.encode("Q:8+7=?<think>+7=15.\n\n15.\n\nCheck:-7=8.\n\n</think>Answer: 15<eos>")
+    wrong = TOK.encode("Q:8+7=?<think>+7=15.\n\n15.\n\nCheck: 15-7=8.\n\n</think>Answer: 15<eos>")
     assert TOK.decode(wrong[: exit_label(wrong, TOK) + 1]).endswith("<think>+7=15.\n\n15.\n\n")
     for problem in sample_problems(30, seed=5):  # generated traces: the label is L*
         trace = build_trace(problem, TOK, random.Random(2), p_wrong=0.3, p_all_checks=0.5)
@@ -251,7 +252,8 @@ def test_position_coupling_hand_example():
     assert think[:7] == [("+", 20), ("4", 21), ("=", 23), ("1", 24), ("2", 25), (".", 26), ("\n\n", 27)]
     assert think[7:12] == [("-", 30), ("7", 31), ("=", 33), ("5", 34), (".", 36)]  # one-digit value: "." stays
     assert think[20:24] == [("1", 54), ("4", 55), (".", 56), ("\n\n", 57)]  # the bare line: block n+1 ("=?")
-    assert think[24:27] == [("Check:", 39), ("-", 40), ("9", 41)]  # the check re-reads entry 4
+    # the check restates the value it undoes (ids 6 after it: the 14 of block 4) and re-reads entry 4
+    assert think[24:30] == [("Check:", 36), (" ", 37), ("1", 38), ("4", 39), ("-", 40), ("9", 41)]
     assert think[-6:] == [("</think>", 61), ("Answer:", 62), (" ", 63), ("1", 64), ("4", 65), ("<eos>", 66)]
 
 

@@ -60,7 +60,7 @@ class ExitConfig:
     alpha: float = 0.1
     confidence: float = 0.8
     progress: float = 0.3
-    remain: float = 13.0
+    remain: float = 14.0
     probe_threshold: float = 0.9
     read_delimiter: bool = True
 

@@ -19,9 +19,10 @@ Deviations from the paper and choices where the spec reconstructs (R) (issue 34 
   target is a base trained once by its own recipe and published inside ``specexit.arith``; the draft recipe and
   the evaluation's draft seeds train on it frozen.
 * Traces (R), see :mod:`zoo.specexit.traces`: step lines that each consume one operand (``+4=12.``), a bare answer
-  line, then 0-4 redundant backward ``Check:`` lines. Training traces write a random number of checks (all of them
-  half of the time, else uniform), so an exit after any check is in distribution; greedy decoding writes all of
-  them (the overthinking). No injected corrections in the recipes (``p_wrong`` 0, see the traces module).
+  line, then 0-4 redundant backward ``Check:`` lines that restate the step they re-verify (``Check: 14-9=5.``).
+  Training traces write a random number of checks (all of them half of the time, else uniform), so an exit after any
+  check is in distribution; greedy decoding writes all of them (the overthinking). No injected corrections in the
+  recipes (``p_wrong`` 0, see the traces module).
 * Position ids (issue 34): **position coupling** (Cho et al. 2024, :mod:`zoo.specexit.positions`): a step line
   carries the position ids of the prompt entry it consumes, so reading the next operand is attention to an equal
   id at every problem length. One causal helper assigns the ids in training batches, in target greedy decoding

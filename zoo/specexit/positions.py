@@ -8,8 +8,11 @@ every thinking line that consumes entry ``j`` gets the **same** ids as the entry
     prompt      (Q: at slot 0 of block 1)  op  digits       (entry 1's digits sit in slot 4..5 of block 1)
     step line            op   digits   =    value    .    \\n\\n      "+4=12.\\n\\n"    consumes entry j
     bare line                                value    .    \\n\\n      "14.\\n\\n"       block n+1 (prompt "=?")
-    check line  Check:   op   digits   =    value    .    \\n\\n      "Check:-9=5.\\n\\n" re-reads entry j
+    check line           op   digits   =    value    .    \\n\\n      "Check: 14-9=5.\\n\\n" re-reads entry j
     Wait, line  Wait,    op   digits   =    value    .    \\n\\n      corrects the line of the same block
+
+A check line starts before its block: ``Check:`` at ``B_j-4``, the space at ``B_j-3`` and the running value it
+re-verifies (``14``, written by step line ``j`` at ``B_j+4..5``) at ``B_j-2..-1``, six ids before its source.
 
 So "read the next operand" is attention to an equal position id, and "read the previous running value" is
 attention ``STRIDE`` ids back: both relations are the same at every problem length, which is what lets a target
@@ -38,7 +41,7 @@ STRIDE = 10
 WINDOW = 40
 
 # Fields of a line (where the next digit goes).
-_START, _PREFIXED, _OPERAND, _VALUE, _DONE = range(5)
+_START, _PREFIXED, _OPERAND, _VALUE, _DONE, _SOURCE = range(6)
 # Phases.
 _PROMPT, _THINK, _ANSWER = range(3)
 # Line kinds.
@@ -73,7 +76,7 @@ class Coupler:
         self.q, self.equals, self.question = ids["Q:"], ids["="], ids["?"]
         self.dot, self.delim = ids["."], tokenizer.delim_id
         self.think, self.end_think = tokenizer.think_id, tokenizer.end_think_id
-        self.check, self.wait = ids["Check:"], ids["Wait,"]
+        self.check, self.wait, self.space = ids["Check:"], ids["Wait,"], ids[" "]
 
     def step(self, state: State, token: int) -> tuple[int, State]:
         """The position id of ``token`` after ``state``, and the state after it."""
@@ -110,7 +113,7 @@ class Coupler:
         if s.field == _START:
             if token == self.check:
                 block = s.next_check
-                return STRIDE * block - 1, s._replace(kind=_CHECK, block=block, field=_PREFIXED)
+                return STRIDE * block - 4, s._replace(kind=_CHECK, block=block, field=_SOURCE, digits=0)
             if token == self.wait:
                 block = s.next_step - 1
                 return STRIDE * block - 1, s._replace(kind=_WAIT, block=block, field=_PREFIXED)
@@ -122,6 +125,14 @@ class Coupler:
                 return STRIDE * block + 4, s._replace(kind=_BARE, block=block, field=_VALUE, digits=1)
             return s.last + 1, s
         base = STRIDE * s.block
+        if s.field == _SOURCE:  # a check restates the value it undoes: " 14" of "Check: 14-9=5."
+            if token == self.space:
+                return base - 3, s
+            if token in self.digits and s.digits < 2:
+                return base - 2 + s.digits, s._replace(digits=s.digits + 1)
+            if token in self.ops:
+                return base, s._replace(field=_OPERAND, digits=0)
+            return s.last + 1, s
         if s.field == _PREFIXED and token in self.ops:
             return base, s._replace(field=_OPERAND, digits=0)
         if token in self.digits and s.field in (_OPERAND, _VALUE):

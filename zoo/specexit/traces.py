@@ -6,7 +6,7 @@ arithmetic facts a long problem needs are the ones a short problem needs. Its tr
 reasoning model with a thinking block, is::
 
     Q:8+4-7+9=?<think>+4=12.\n\n-7=5.\n\n+9=14.\n\n14.\n\n
-    Check:-9=5.\n\nCheck:+7=12.\n\nCheck:-4=8.\n\n</think>Answer: 14<eos>        (one string)
+    Check: 14-9=5.\n\nCheck: 5+7=12.\n\nCheck: 12-4=8.\n\n</think>Answer: 14<eos>        (one string)
 
 * **computation lines** (a scratchpad): each **step line** consumes one operand (``+4=12.``: the operator and
   operand of the next prompt entry, then the new running value; the first running value is the prompt's first
@@ -19,9 +19,16 @@ reasoning model with a thinking block, is::
   (``Wait,-7=5.``; the wrong digits are context, never targets: greedy decoding never writes them). The recipes
   set ``p_wrong`` to 0: a correction shares its block of position ids with the wrong line, which makes the next
   line's lookup of the running value ambiguous; ``L*`` still varies with the operand and check counts;
-* then ``c`` redundant **checks**, the overthinking: each undoes one step, from the last backwards
-  (``Check:-9=5.`` undoes the last operator and operand: 14-9 is the running value before it); at most
-  ``max_checks`` (4) and at most one per step. Training traces draw ``c`` at random in ``0..c_max``
+* then ``c`` redundant **checks**, the overthinking: each re-verifies one step, from the last backwards, as a whole
+  equation in the spec's form (``"Check: …"``, and the spec's step lines ``"23+45=68."``): ``Check: 14-9=5.``
+  restates the running value the step produced, undoes its operator and operand and lands on the running value
+  before it; at most ``max_checks`` (4) and at most one per step. (Session 2026-12-02: the issue-34 format had
+  terse checks, ``Check:-9=5.``, which drop the value being checked; with them the checks were ~44% of a
+  greedy trace's tokens on validation problems, the ceiling of any exit that keeps the answer, against the 40%
+  the acceptance asks of SpecExit. Restating the checked value, as the spec and the pre-coupling format did,
+  makes them ~51% (the oracle exit's token cut on 300 validation problems, from the generator alone); the
+  paper's traces lose 66% to an exit. The step lines stay one-operand lines: they carry the length
+  generalisation.) Training traces draw ``c`` at random in ``0..c_max``
   (``c_max`` with probability ``p_all_checks``, the others uniformly), so ``</think>`` after **any** number of
   checks is in distribution for the target (issue 34: with one check per step in forward order, an exit one check
   late read a wrong number); greedy decoding still writes all ``c_max`` checks (the more likely branch at every check).
@@ -252,7 +259,7 @@ def build_trace(
         step = len(values) - j  # undo steps from the last backwards
         op, operand = problem.ops[step - 1], problem.operands[step]
         inverse = "-" if op == "+" else "+"
-        add_line(f"Check:{inverse}{operand}={previous[step - 1]}.")
+        add_line(f"Check: {previous[step]}{inverse}{operand}={previous[step - 1]}.")
     end_think_pos = len(ids)
     ids.extend(tokenizer.encode(f"{END_THINK}Answer: {problem.answer}{EOS}"))
     return Trace(problem, ids, prompt_len, think_pos, end_think_pos, lstar_pos, delimiters, noise, count)
