@@ -133,6 +133,18 @@ def save_pretrained(module: Any, folder: str | Path, **metadata: Any) -> Path:
     return folder
 
 
+def weights_digest(module: Any) -> str:
+    """sha256 over a module's state dict (names, shapes and bytes), to key caches on retrained weights."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name, tensor in sorted(module.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(str(tuple(tensor.shape)).encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
 def read_config(folder: str | Path) -> dict[str, Any]:
     """The parsed ``config.json`` of a saved folder."""
     path = Path(folder) / CONFIG_FILE

@@ -33,6 +33,7 @@ import numpy as np
 
 from zoo._errors import ZooError
 from zoo._hub import sha256_file
+from zoo._serialization import weights_digest
 from zoo.aporia.facts import QUESTIONS_PER_FACT, country_facts, is_genuine, label_response, prompt
 from zoo.progress import track
 
@@ -168,16 +169,6 @@ def cache_key(config: SocratesConfig, weight_digests: dict[str, str]) -> str:
         sort_keys=True,
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
-
-
-def weights_digest(module) -> str:
-    """sha256 over a module's state dict (names, shapes and bytes), to key caches on retrained weights."""
-    digest = hashlib.sha256()
-    for name, tensor in sorted(module.state_dict().items()):
-        digest.update(name.encode())
-        digest.update(str(tuple(tensor.shape)).encode())
-        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    return digest.hexdigest()
 
 
 def sample_pairs(name: str, generator, config: SocratesConfig, model_index: int) -> tuple[list[dict], dict]:

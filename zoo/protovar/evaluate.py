@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo._eval import Claim, Protocol, Setting, Tuning, beats, piece_path
+from zoo._serialization import weights_digest
 
 TUNING_FILE = Path(__file__).with_name("tuning.json")
 GENERATIVE = ("protovar", "var_unguided", "protovar_noselect", "var_unguided_select")
@@ -129,24 +130,13 @@ def fast_teacher(teacher):
 FEATURE_CACHE = Path("runs/protovar-cache")
 
 
-def _teacher_digest(teacher) -> str:
-    """A digest of a module's weights (the teacher's, or the generator's)."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for key, value in sorted(teacher.state_dict().items()):
-        digest.update(key.encode())
-        digest.update(value.detach().cpu().contiguous().numpy().tobytes())
-    return digest.hexdigest()[:16]
-
-
 @lru_cache(maxsize=2)
 def _pool_features(teacher_id: int, teacher) -> np.ndarray:
     """Teacher features of the training pool, kept in ``FEATURE_CACHE`` keyed by a digest of the teacher's weights."""
     from zoo.protovar.data import fmnist_splits
     from zoo.protovar.student import predict_batches
 
-    path = FEATURE_CACHE / f"pool_features-{_teacher_digest(teacher)}.npy"
+    path = FEATURE_CACHE / f"pool_features-{weights_digest(teacher)[:16]}.npy"
     if path.is_file():
         return np.load(path)
     features = predict_batches(teacher, fmnist_splits()["train"][0], features=True).numpy()
@@ -323,7 +313,7 @@ def _measure(arm: str, run) -> dict[str, float]:
         images, labels = distilled_set(arm, generator, teacher, ipc, run.seed)
         scores[f"acc_ipc{ipc}"] = student_accuracy(images, labels, teacher, run.seed, limit=limit, protocol=protocol)
     if arm == "protovar":  # the same for every seed: computed once per generator and test slice
-        path = FEATURE_CACHE / f"tf_acc_scale8-{_teacher_digest(generator)}-{limit}.json"
+        path = FEATURE_CACHE / f"tf_acc_scale8-{weights_digest(generator)[:16]}-{limit}.json"
         if not path.is_file():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(teacher_forced_accuracy(generator, limit)))
