@@ -19,13 +19,13 @@ import statistics as st
 
 import torch
 
-from zoo.specexit.decoding import ProbeExit, SignalRecorder, target_generate
+from zoo.specexit.decoding import ExitConfig, ProbeExit, SignalRecorder, target_generate
 from zoo.specexit.traces import Problem, parse_answer
 
 #: SpecExit's grid (alpha 0.1 and progress 0.3 fixed as in the paper): smoothed confidence above, remaining
 #: tokens below (14 = the spec's 0.2 x median trace length of 72, 200 = the paper's value, i.e. no limit here).
 CONFIDENCE_GRID = [0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.65, 0.8]
-REMAIN_GRID = [14.0, 28.0, 200.0]
+REMAIN_GRID = [ExitConfig.remain, 2 * ExitConfig.remain, 200.0]
 #: The probing baseline's grid: as many points as SpecExit's (36).
 PROBE_GRID = [round(x, 3) for x in (0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.82, 0.84, 0.86)] + [
     round(0.87 + 0.005 * i, 3) for i in range(24)
