@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import time
 
@@ -72,6 +71,7 @@ def main() -> None:
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
 
+    from zoo.common.schedules import warmup_cosine
     from zoo.common.text import train_bpe
     from zoo.prefetch_rag import corpus as C
     from zoo.prefetch_rag.lm import LMConfig, Tokens, build_lm, collate, tokenizer_texts, training_sequence
@@ -86,13 +86,7 @@ def main() -> None:
     questions = C.question_set("val", args.probe_questions, 0, seed=1)
     opt = torch.optim.AdamW(lm.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
 
-    def schedule(step: int) -> float:
-        if step < args.warmup:
-            return (step + 1) / args.warmup
-        progress = min(1.0, (step - args.warmup) / max(1, args.steps - args.warmup))
-        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
-
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
+    sched = warmup_cosine(opt, args.warmup, args.steps)  # the recipe's schedule (PrefetchRAGModule)
     module = PrefetchRAGModule()
     module.lm, module.tokens = lm, tokens
     shape = {"n_slots": args.train_slots, "gold_docs": tuple(args.gold_docs)}

@@ -39,7 +39,6 @@ Deviations and reconstructed choices (R):
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import lightning.pytorch as pl
@@ -50,6 +49,7 @@ from zoo._errors import ZooError
 from zoo._inference import PretrainedMixin
 from zoo.aporia import DETECTOR_INPUT, DETECTOR_LABELS, GENERATOR_INPUT
 from zoo.aporia.generator import LMConfig, build_causal_lm, continuations
+from zoo.common.schedules import warmup_cosine
 
 TOKENIZER_FILE = "tokenizer.json"
 
@@ -116,13 +116,7 @@ class AporiaGeneratorModule(PretrainedMixin, pl.LightningModule):
         )
         total = max(1, int(self.trainer.estimated_stepping_batches))
 
-        def schedule(step: int) -> float:
-            if step < h.warmup_steps:
-                return (step + 1) / h.warmup_steps
-            progress = min(1.0, (step - h.warmup_steps) / max(1, total - h.warmup_steps))
-            return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
-
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+        scheduler = warmup_cosine(optimizer, h.warmup_steps, total)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     def setup(self, stage: str) -> None:

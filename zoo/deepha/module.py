@@ -5,8 +5,6 @@ See the package docstring (:mod:`zoo.deepha`) for the paper, the reconstruction 
 
 from __future__ import annotations
 
-import math
-
 import lightning.pytorch as pl
 import numpy as np
 import torch
@@ -14,6 +12,7 @@ import torch.nn.functional as F
 
 from zoo._distributed import refuse_distributed
 from zoo._inference import PretrainedMixin
+from zoo.common.schedules import warmup_cosine
 from zoo.deepha.agent import Policy
 from zoo.deepha.model import Decoder, Embedder
 from zoo.deepha.sequences import IGNORE, step_tokens, to_arrays, training_sequences
@@ -220,13 +219,7 @@ class DeepHAModule(PretrainedMixin, pl.LightningModule):
         total = max(1, int(self.trainer.estimated_stepping_batches))
         warm = max(1, total // 20)
 
-        def schedule(step: int) -> float:
-            if step < warm:
-                return (step + 1) / warm
-            progress = min(1.0, (step - warm) / max(1, total - warm))
-            return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
-
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+        scheduler = warmup_cosine(optimizer, warm, total)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     def export_metadata(self) -> dict:

@@ -49,6 +49,7 @@ import torch
 
 from zoo._errors import ZooError
 from zoo._inference import PretrainedMixin
+from zoo.common.schedules import warmup_cosine
 from zoo.gemq import INPUT_FORMAT
 from zoo.gemq.model import MoEArch, build_moe_lm, round_to_fp16
 from zoo.quant.moe.api import convert_for_loading
@@ -190,13 +191,7 @@ class GEMQModule(PretrainedMixin, pl.LightningModule):
         total = max(int(self.trainer.estimated_stepping_batches), 1)
         warmup = min(self.hparams.warmup_steps, total // 2)
 
-        def schedule(step: int) -> float:
-            if step < warmup:
-                return (step + 1) / warmup
-            progress = (step - warmup) / max(total - warmup, 1)
-            return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
-
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+        scheduler = warmup_cosine(optimizer, warmup, total)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     # ----------------------------------------------------------------------------------------------- export

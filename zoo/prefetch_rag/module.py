@@ -53,7 +53,6 @@ Reconstruction choices and deviations (R):
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -65,6 +64,7 @@ import torch.nn.functional as F
 
 from zoo._distributed import refuse_distributed
 from zoo._inference import PretrainedMixin
+from zoo.common.schedules import warmup_cosine
 from zoo.prefetch_rag import INPUT_FORMAT
 from zoo.prefetch_rag.clock import ClockConstants
 from zoo.prefetch_rag.decoder import Decoder, Hyper
@@ -166,13 +166,7 @@ class PrefetchRAGModule(PretrainedMixin, pl.LightningModule):
         optimizer = torch.optim.AdamW(params, lr=h.lr, betas=(0.9, 0.95), weight_decay=0.01)
         total = max(1, int(self.trainer.estimated_stepping_batches))
 
-        def schedule(step: int) -> float:
-            if step < h.warmup_steps:
-                return (step + 1) / h.warmup_steps
-            progress = min(1.0, (step - h.warmup_steps) / max(1, total - h.warmup_steps))
-            return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
-
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+        scheduler = warmup_cosine(optimizer, h.warmup_steps, total)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     def on_fit_start(self) -> None:

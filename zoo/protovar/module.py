@@ -12,7 +12,6 @@ reconstruction choice are in :mod:`zoo.protovar`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import lightning.pytorch as pl
@@ -22,6 +21,7 @@ import torch.nn.functional as F
 
 from zoo._errors import ZooError
 from zoo._inference import ImageClassifierMixin, PretrainedMixin
+from zoo.common.schedules import warmup_cosine
 from zoo.protovar import TEACHER_INPUT, TOKENIZER_INPUT, VAR_INPUT
 from zoo.protovar.distill import check_class, class_prototypes, prototype_maps
 from zoo.protovar.student import ConvNet
@@ -29,15 +29,6 @@ from zoo.protovar.tokenizer import MultiScaleVQVAE, to_model_range, to_pixels
 from zoo.protovar.var import VARTransformer, sample
 
 STAGES = ("tokenizer", "var")
-
-
-def _cosine_with_warmup(optimizer, warmup: int, total: int):
-    def factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / max(1, total - warmup))))
-
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
 class ProtoVARModule(PretrainedMixin, pl.LightningModule):
@@ -275,7 +266,10 @@ class ProtoVARModule(PretrainedMixin, pl.LightningModule):
         total = int(self.trainer.estimated_stepping_batches)
         return {
             "optimizer": optimizer,
-            "lr_scheduler": {"scheduler": _cosine_with_warmup(optimizer, hp.warmup_steps, total), "interval": "step"},
+            "lr_scheduler": {
+                "scheduler": warmup_cosine(optimizer, hp.warmup_steps, total, floor=0.0),
+                "interval": "step",
+            },
         }
 
 

@@ -59,7 +59,6 @@ Deviations from the paper and choices where the spec reconstructs (R) (issue 34 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,6 +70,7 @@ from torch import nn
 from zoo._distributed import refuse_distributed
 from zoo._errors import ZooError
 from zoo._inference import PretrainedMixin
+from zoo.common.schedules import warmup_cosine
 from zoo.specexit import INPUT_FORMAT
 from zoo.specexit.decoding import (
     ExitConfig,
@@ -387,13 +387,7 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
         total = max(int(self.trainer.estimated_stepping_batches), 1)
         warmup = min(self.hparams.warmup_steps, max(total // 10, 1))
 
-        def schedule(step: int) -> float:
-            if step < warmup:
-                return (step + 1) / warmup
-            progress = min((step - warmup) / max(total - warmup, 1), 1.0)
-            return 0.1 + 0.45 * (1.0 + math.cos(math.pi * progress))
-
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+        scheduler = warmup_cosine(optimizer, warmup, total)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     # ------------------------------------------------------------------------------------ inference
