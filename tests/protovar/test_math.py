@@ -164,8 +164,16 @@ def test_bad_inputs_raise_one_clear_line(pair):
         assert word in str(error.value) and "\n" not in str(error.value)
 
 
+def augmenter(shift: int):
+    """The torchvision reference of the student's augmentation: per-image random shift (a 28x28 crop of the image
+    zero-padded by ``shift``) and horizontal flip."""
+    from torchvision.transforms import v2
+
+    return v2.Compose([v2.RandomCrop(28, padding=shift), v2.RandomHorizontalFlip()])
+
+
 def test_augmentation_variants_are_torchvision_random_crop_and_flip():
-    from zoo.protovar.student import augmenter, num_variants, variant_table
+    from zoo.protovar.student import num_variants, variant_table
 
     x = torch.rand(1, 1, 28, 28)
     variants, _ = variant_table(x, None, shift=2)

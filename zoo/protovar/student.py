@@ -111,21 +111,15 @@ class StudentProtocol:
 TABLE_LIMIT = 25_000
 
 
-def augmenter(shift: int):
-    """Per-image random shift (a 28x28 crop of the image zero-padded by ``shift``) and horizontal flip (torchvision)."""
-    from torchvision.transforms import v2
-
-    return v2.Compose([v2.RandomCrop(28, padding=shift), v2.RandomHorizontalFlip()])
-
-
 def num_variants(shift: int) -> int:
     """Crop offsets x flips of the augmentation: (2 shift + 1)^2 x 2."""
     return (2 * shift + 1) ** 2 * 2
 
 
 def crop_flip(padded: torch.Tensor, variant: int, shift: int) -> torch.Tensor:
-    """Variant ``variant`` of zero-padded images [..., 28 + 2 shift, 28 + 2 shift]: what ``augmenter(shift)`` makes
-    for crop offset (top, left) = divmod(variant // 2, 2 shift + 1) and a flip when ``variant`` is odd."""
+    """Variant ``variant`` of zero-padded images [..., 28 + 2 shift, 28 + 2 shift]: what torchvision's
+    ``RandomCrop(28, padding=shift)`` + ``RandomHorizontalFlip`` makes for crop offset (top, left) =
+    divmod(variant // 2, 2 shift + 1) and a flip when ``variant`` is odd (the reference is in the tests)."""
     from torchvision.transforms.v2 import functional as TF
 
     top, left = divmod(variant // 2, 2 * shift + 1)
