@@ -85,6 +85,72 @@ def test_residual_quantisation_sums_its_scales(pair):
         assert tokenizer.var_inputs(codes).shape == (4, 84, 32)
 
 
+def test_dead_codes_restart_on_batch_vectors_and_live_codes_stay():
+    torch.manual_seed(0)
+    tokenizer = MultiScaleVQVAE(codebook_size=8, dim=4, hidden=4, dead_threshold=1.0)
+    tokenizer.ema_count.copy_(torch.tensor([5.0, 0.5, 3.0, 0.99, 1.0, 2.0, 0.0, 7.0]))
+    tokenizer.ema_sum.copy_(tokenizer.codebook * tokenizer.ema_count[:, None])
+    before = {name: getattr(tokenizer, name).clone() for name in ("codebook", "ema_sum", "ema_count")}
+    vectors = torch.randn(20, 4)
+    restarted = tokenizer.restart_dead(vectors)
+    assert restarted.tolist() == [1, 3, 6]  # EMA count below 1.0 (1.0 itself is live)
+    live = [0, 2, 4, 5, 7]
+    for name, value in before.items():
+        assert torch.equal(getattr(tokenizer, name)[live], value[live]), name
+    rows = [tuple(v.tolist()) for v in vectors]
+    moved = [tuple(tokenizer.codebook[c].tolist()) for c in restarted]
+    assert all(m in rows for m in moved) and len(set(moved)) == 3  # distinct rows of the batch
+    assert torch.equal(tokenizer.ema_count[restarted], torch.ones(3))
+    assert torch.allclose(tokenizer.ema_sum[restarted], tokenizer.codebook[restarted])  # sum / count = value
+
+
+def test_ema_update_restarts_codes_the_batch_missed_onto_its_encoder_outputs():
+    import copy
+
+    import torch.nn.functional as F
+
+    torch.manual_seed(1)
+    tokenizer = MultiScaleVQVAE(codebook_size=64, dim=8, hidden=4, restart_every=1)
+    x = to_model_range(torch.randint(0, 256, (2, 28, 28), dtype=torch.uint8))
+    with torch.no_grad():
+        f = tokenizer.encoder(x)
+        reference = copy.deepcopy(tokenizer)
+        residual, looked_up, hit = f, [], []  # the residual vectors of every scale, as quantize() looks them up
+        for index, k in enumerate(reference.scales):
+            down = F.adaptive_avg_pool2d(residual, k)
+            vectors = down.permute(0, 2, 3, 1).reshape(-1, 8)
+            ids = reference.lookup(vectors)
+            looked_up.append(vectors)
+            hit.append(ids)
+            residual = residual - reference.code_to_z(ids.reshape(2, k, k), index)
+        vectors, ids = torch.cat(looked_up), torch.cat(hit)
+        tokenizer.quantize(f, update=True)
+    hits = torch.bincount(ids, minlength=64).float()
+    live, dead = hits > 0, hits == 0
+    assert 0 < int(dead.sum()) <= len(vectors)  # 2 images x 85 tokens leave some of the 64 codes unhit
+    ema_sum = 0.99 * reference.ema_sum + 0.01 * F.one_hot(ids, 64).float().T @ vectors
+    ema_count = 0.99 + 0.01 * hits  # from 1: below the threshold 1.0 exactly when unhit
+    assert torch.allclose(tokenizer.codebook[live], (ema_sum / ema_count[:, None])[live], atol=1e-6)
+    assert torch.allclose(tokenizer.ema_count[live], ema_count[live])
+    for code in dead.nonzero().flatten():  # each unhit code now sits on one of the batch's encoder residuals
+        assert (tokenizer.codebook[code] == vectors).all(-1).any()
+    assert torch.equal(tokenizer.ema_count[dead], torch.ones(int(dead.sum())))
+
+
+def test_restart_every_skips_the_checks_in_between():
+    tokenizer = MultiScaleVQVAE(codebook_size=16, dim=4, hidden=4, restart_every=3)
+    f = torch.randn(1, 4, 8, 8)
+    with torch.no_grad():
+        for update in (1, 2, 3):
+            start = tokenizer.codebook.clone()
+            tokenizer.quantize(f, update=True)
+            below = tokenizer.ema_count < 1.0
+            assert below.any() == (update < 3), update  # unhit codes stay dead until the third update
+    assert not torch.equal(tokenizer.codebook, start)
+    with pytest.raises(ZooError, match="restart_every"):
+        MultiScaleVQVAE(restart_every=0)
+
+
 def test_pixels_round_trip_and_padding():
     images = torch.tensor([[[0] * 28] * 28, [[255] * 28] * 28], dtype=torch.uint8)
     x = to_model_range(images)

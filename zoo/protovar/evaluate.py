@@ -214,14 +214,14 @@ def student_accuracy(images, labels, teacher, seed: int, split: str = "test", li
     return accuracy(student, x[:limit], y[:limit])
 
 
-def tokenizer_scores(tokenizer_module, limit=None) -> dict[str, float]:
-    """Test reconstruction MSE ([0, 1] units, 28x28) and the fraction of the codebook used on those images."""
+def tokenizer_scores(tokenizer_module, limit=None, split: str = "test") -> dict[str, float]:
+    """Reconstruction MSE ([0, 1] units, 28x28) on ``split`` images and the fraction of the codebook they use."""
     import torch
 
     from zoo.protovar.data import fmnist_splits
     from zoo.protovar.tokenizer import to_model_range
 
-    images = fmnist_splits()["test"][0][:limit]
+    images = fmnist_splits()[split][0][:limit]
     tok = tokenizer_module.tokenizer
     errors, used = [], torch.zeros(tok.codebook.shape[0], dtype=torch.bool)
     with torch.no_grad():

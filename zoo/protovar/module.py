@@ -46,6 +46,8 @@ class ProtoVARModule(PretrainedMixin, pl.LightningModule):
         weight_decay: AdamW weight decay (VAR).
         warmup_steps: Linear warm-up steps.
         commit_weight: beta_commit of the tokenizer.
+        dead_threshold: Tokenizer: EMA hits per step below which a code is restarted (see the tokenizer module).
+        restart_every: Tokenizer: EMA updates between dead-code checks.
         class_dropout: Probability of the null class in VAR training (for CFG).
         tokenizer_from: Stage ``var``: exported tokenizer folder or registry name whose weights are loaded at fit.
         ipcs: Stage ``var``: the IPC values whose prototypes are computed at the end of the fit.
@@ -72,6 +74,8 @@ class ProtoVARModule(PretrainedMixin, pl.LightningModule):
         weight_decay: float = 0.05,
         warmup_steps: int = 30,
         commit_weight: float = 0.25,
+        dead_threshold: float = 1.0,
+        restart_every: int = 1,
         class_dropout: float = 0.1,
         tokenizer_from: str | None = None,
         ipcs: Sequence[int] = (1, 10),
@@ -89,7 +93,9 @@ class ProtoVARModule(PretrainedMixin, pl.LightningModule):
             raise ZooError(f"stage must be one of {', '.join(STAGES)}, not {stage!r}")
         self.save_hyperparameters()
         torch.manual_seed(seed)
-        self.tokenizer = MultiScaleVQVAE(codebook_size, code_dim, hidden)
+        self.tokenizer = MultiScaleVQVAE(
+            codebook_size, code_dim, hidden, dead_threshold=dead_threshold, restart_every=restart_every
+        )
         self.DEFAULT_PRETRAINED_CFG = TOKENIZER_INPUT if stage == "tokenizer" else VAR_INPUT
         if stage == "tokenizer":
             self.var = None

@@ -1,0 +1,103 @@
+"""Pilot of ProtoVAR's tokenizer with the dead-code restart (issue 22): fit, then validation MSE and codebook usage.
+
+Each variant is ``zoo fit`` on ``recipes/protovar/tokenizer_restart.yaml`` (the published tokenizer's recipe with a
+restart that fires) plus its overrides, into ``runs/protovar-pilot/<variant>``; the export is then scored on the
+5,000 validation images (reconstruction MSE in [0, 1] units on the 28x28 crop, the fraction of the 256 codes used
+at any scale, and per scale). ``published`` scores the published tokenizer (no fit). The test split is not read.
+Results are appended to ``runs/protovar-pilot/results.jsonl``. A variant is skipped when the previous fit's wall
+time says it would end after ``--budget`` seconds.
+
+    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/protovar_tokenizer_pilot.py published short restart
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+RECIPE = "recipes/protovar/tokenizer_restart.yaml"
+ROOT = Path("runs/protovar-pilot")
+VARIANTS = {
+    "short": ["--trainer.max_steps=40"],  # a timing piece: 40 of the 312 steps
+    "restart": [],  # the recipe: threshold 1.0, every update
+    "restart_every10": ["--model.init_args.restart_every=10"],
+    "threshold_0.25": ["--model.init_args.dead_threshold=0.25"],
+    "two_epochs": ["--trainer.max_epochs=2"],
+    "old_threshold": ["--model.init_args.dead_threshold=0.01"],  # = recipes/protovar/tokenizer.yaml
+}
+
+
+def score(module, limit=None) -> dict:
+    import torch
+
+    from zoo.protovar.data import fmnist_splits
+    from zoo.protovar.tokenizer import to_model_range
+
+    tok = module.tokenizer.eval()
+    images = fmnist_splits()["val"][0][:limit]
+    used = torch.zeros(len(tok.scales), tok.codebook.shape[0], dtype=torch.bool)
+    errors = []
+    with torch.no_grad():
+        for start in range(0, len(images), 1000):
+            x = to_model_range(torch.from_numpy(images[start : start + 1000]))
+            codes = tok.encode(x)
+            for s, c in enumerate(codes):
+                used[s, c.flatten()] = True
+            errors.append((((tok.decode(codes) - x) / 2)[..., 2:30, 2:30] ** 2).mean((1, 2, 3)))
+    return {
+        "val_mse": round(float(torch.cat(errors).mean()), 5),
+        "val_usage": round(float(used.any(0).float().mean()), 4),
+        "val_usage_per_scale": [round(float(u.float().mean()), 4) for u in used],
+        "ema_live": int((tok.ema_count >= 1.0).sum()),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("variants", nargs="+", choices=["published", *VARIANTS])
+    parser.add_argument("--budget", type=float, default=420.0, help="skip a fit that would end after this (s)")
+    parser.add_argument("--limit", type=int, default=None, help="validation images (default all 5,000)")
+    parser.add_argument("--extra", nargs="*", default=[], help="more overrides for every fit (a dry run: max_steps)")
+    args = parser.parse_args()
+
+    import torch
+
+    import zoo
+
+    torch.set_num_threads(2)
+    started, last_fit = time.perf_counter(), None
+    ROOT.mkdir(parents=True, exist_ok=True)
+    for name in args.variants:
+        row = {"variant": name}
+        if name == "published":
+            module = zoo.load("protovar.tokenizer", pretrained=True)
+        else:
+            factor = 2.0 if name == "two_epochs" else 1.0
+            if last_fit and time.perf_counter() - started + factor * last_fit > args.budget:
+                print(f"{name}: skipped (would pass the {args.budget:.0f} s budget)", flush=True)
+                continue
+            folder = ROOT / name
+            command = [sys.executable, "-m", "zoo.cli", "fit", "-c", RECIPE, *VARIANTS[name]]
+            command += [f"--trainer.default_root_dir={folder}", f"--trainer.logger.init_args.save_dir={folder}"]
+            command += ["--trainer.enable_progress_bar=false", *args.extra]
+            fit_start = time.perf_counter()
+            subprocess.run(command, check=True)
+            row["fit_s"] = round(time.perf_counter() - fit_start, 1)
+            if name != "short":
+                last_fit = row["fit_s"] / factor
+            else:
+                last_fit = row["fit_s"] * 312 / 40
+            module = zoo.load_folder(str(folder / "pretrained"))
+        row.update(score(module, args.limit))
+        row["elapsed_s"] = round(time.perf_counter() - started, 1)
+        print(json.dumps(row), flush=True)
+        with open(ROOT / "results.jsonl", "a") as handle:
+            handle.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()
