@@ -129,3 +129,39 @@ def test_batched_forced_segments_match_token_by_token(setup):
     single = decoder.answer(question, "prefetch", batch=False)
     assert batched.tokens == single.tokens
     assert batched.latency_ms == pytest.approx(single.latency_ms)
+
+
+def _dedup_older(older, newest):
+    out = []
+    for text in older:
+        if text not in newest and text not in out:
+            out.append(text)
+    return out
+
+
+def test_keep_blocks_keeps_the_previous_block_next_to_the_new_one(setup):
+    for question in setup[-1]:
+        replace = _decoder(setup, theta=0.0).answer(question, "sync_active")
+        assert len(replace.blocks) >= 2 and replace.context_docs == list(replace.blocks[-1])
+        keep = _decoder(setup, theta=0.0, keep_blocks=2).answer(question, "sync_active")
+        assert len(keep.blocks) >= 2
+        assert keep.context_docs == _dedup_older(keep.blocks[-2], keep.blocks[-1]) + list(keep.blocks[-1])
+        # prefill charges only the new blocks, as with the replace rule
+        tokens = setup[0]
+        assert keep.prefill_tokens == len(tokens.context([], question.question)) + sum(
+            len(tokens.doc(t)) for block in keep.blocks for t in block
+        )
+
+
+def test_kept_blocks_never_overflow_the_positions(setup):
+    tokens, _, _, predictor, head, questions = setup
+    torch.manual_seed(1)
+    lm = build_lm(LMConfig(vocab_size=1000, n_embd=32, n_layer=2, n_head=2, n_positions=256)).eval()
+    long_docs = [" ".join(f"word{i}x{j}" for j in range(40)) for i in range(30)]  # 32 tokens each after the cut
+    retriever = Retriever(long_docs, np.stack([_vector(d) for d in long_docs]))
+    decoder = Decoder(lm, tokens, retriever, _vector, predictor, head, Hyper(theta=0.0, keep_blocks=4))
+    for question in questions:
+        trace = decoder.answer(question, "sync_active")  # would raise if the context ran past 256 positions
+        assert len(trace.blocks) >= 3
+        assert len(trace.context_docs) < 4 * 3  # the oldest kept documents were dropped to make room
+        assert trace.context_docs[-3:] == list(trace.blocks[-1])

@@ -59,6 +59,8 @@ def test_query_mixing_and_drift():
         (lambda: Hyper(rho=2.0), "rho"),
         (lambda: Hyper(k=0), "k"),
         (lambda: Hyper(w=-1), "w"),
+        (lambda: Hyper(keep_blocks=0), "keep_blocks"),
+        (lambda: Hyper(max_slot_tokens=0), "max_slot_tokens"),
         (lambda: ClockConstants(decode_ms=-1), "decode_ms"),
         (lambda: ClockConstants(retrieval_ms=-300), "retrieval_ms"),
         (lambda: ClockConstants(prefill_ms=-0.5), "prefill_ms"),
@@ -127,3 +129,16 @@ def test_question_shapes():
     assert not set(C.country_split()["test"]) & set(C.country_split()["lm"] + C.country_split()["val"])
     with pytest.raises(ValueError, match="^n_slots"):
         C.make_question(countries[0], random.Random(0), "test", n_slots=0)
+
+
+def test_validation_set_grows_without_changing_its_first_questions():
+    pytest.importorskip("countryinfo")
+    from zoo.prefetch_rag import corpus as C
+    from zoo.prefetch_rag.tune import VAL_MULTI, VAL_SINGLE, validation_questions
+
+    full = validation_questions()
+    assert (VAL_SINGLE, VAL_MULTI) == (30, 20)
+    assert sum(q.multi for q in full) == 20 and len(full) == 50
+    old = C.question_set("val", 30, 10, seed=1)  # the 40 questions of the earlier sessions
+    assert full[:40] == old
+    assert not {s.country for q in full for s in q.slots} - set(C.country_split()["val"])

@@ -16,10 +16,13 @@ def _batch():
     return collate(pairs, pad=1)
 
 
+@pytest.mark.parametrize("pointer", [True, False])
 @pytest.mark.parametrize("slot_weight", [1.0, 3.0])
-def test_slot_weighted_loss_matches_hand_computation(slot_weight):
+def test_slot_weighted_loss_matches_hand_computation(slot_weight, pointer):
+    from zoo.prefetch_rag.lm import LMConfig
+
     torch.manual_seed(0)
-    module = PrefetchRAGModule(slot_weight=slot_weight).eval()
+    module = PrefetchRAGModule(LMConfig(pointer=pointer), slot_weight=slot_weight).eval()
     batch = _batch()
     with torch.no_grad():
         logits = module(batch["input_ids"])[:, :-1]
@@ -84,3 +87,26 @@ def test_pointer_token_nll_equals_the_full_forward_with_padding():
         labels = batch["labels"][:, 1:]
         expected = -logp.gather(2, labels.clamp_min(0)[..., None])[..., 0] * (labels != -100)
     assert torch.allclose(nll, expected, atol=1e-5)
+
+
+def test_stage2_chooses_theta_and_keep_blocks_jointly(monkeypatch):
+    from zoo.prefetch_rag import scoring
+
+    ems = {(1.0, 1): 0.30, (2.0, 1): 0.31, (1.0, 2): 0.40, (2.0, 2): 0.395}  # (2.0, 2) ties within 1 point, faster
+    latency = {1.0: 3000.0, 2.0: 2500.0}
+
+    def fake_run_arm(decoder, questions, arm):
+        key = (decoder.hyper.theta, decoder.hyper.keep_blocks)
+        return {"em_all": ems[key], "em": ems[key], "em_multi": ems[key], "latency_ms_mean": latency[key[0]]}
+
+    monkeypatch.setattr(scoring, "run_arm", fake_run_arm)
+    module = PrefetchRAGModule(theta_grid=(1.0, 2.0), keep_grid=(1, 2))
+    module.tokens = object()  # the fake run_arm never decodes
+    record = module.choose_theta(retriever=None, questions=[], encoder=lambda text: None)
+    assert len(record["trials"]) == 4
+    assert (record["theta"], record["keep_blocks"]) == (2.0, 2)
+    module.theta.fill_(record["theta"])
+    module.keep_blocks.fill_(record["keep_blocks"])
+    hyper = module.decoder(retriever=None, encoder=lambda text: None).hyper
+    assert (hyper.theta, hyper.keep_blocks) == (2.0, 2)
+    assert "keep_blocks" in module.state_dict()  # the choice travels with the checkpoint

@@ -12,7 +12,16 @@ result (no wait when it is ready), inserts the ``top_docs`` candidates most simi
 fetched ``candidates`` > ``top_docs``; re-ranking them costs dot products, no index access) and rebuilds the KV
 cache (documents charged as prefill). If the entropy is then at most ``theta`` the spike is *served* (a *hit* when
 the result was ready at the spike); otherwise, or without a valid prefetch, it falls back to a synchronous
-retrieval with the text query (the sync baseline's). Inserted documents replace the previous document block.
+retrieval with the text query (the sync baseline's).
+
+Inserted blocks (R, ``keep_blocks``): each retrieval inserts a block of ``top_docs`` documents; the context keeps the
+last ``keep_blocks`` blocks, oldest first and the newest next to the question (a document of an older block that
+the new block holds again is kept once, in the new block). ``keep_blocks = 1`` is the replace rule of the first
+sessions; with 2 a later slot that does not spike can still copy from the block before (a multi-domain answer's
+second country no longer erases the first country's facts and vice versa). Only the new block's tokens are charged as
+prefill (the kept blocks are a prefix of the old context, whose cache is reusable). If the blocks do not fit the
+256 positions next to the question and the longest possible answer, the oldest kept documents are dropped first.
+The value is chosen on validation with theta in the recipe's stage 2 (``PrefetchRAGModule.keep_grid``).
 """
 
 from __future__ import annotations
@@ -50,7 +59,9 @@ class Hyper:
         interval: TeleRAG/PipeRAG retrieval period (tokens).
         staleness: PipeRAG's query lag (tokens).
         query_tokens: Recent tokens in a text query.
-        max_slot_tokens: Longest slot value.
+        max_slot_tokens: Longest slot value (tokens before the stop; 8 covers 99.6% of the fact values: 14% of
+            them are 5 tokens or more, 6% are 6 or more, so a cap of 4-5 would make them unanswerable for every arm).
+        keep_blocks: Inserted document blocks kept in the context (1: a new block replaces the previous one).
     """
 
     theta: float = 1.0
@@ -67,11 +78,22 @@ class Hyper:
     staleness: int = 16
     query_tokens: int = 32
     max_slot_tokens: int = 8
+    keep_blocks: int = 1
 
     def __post_init__(self) -> None:
         for name in ("tau", "rho", "alpha"):
             check_unit(name, getattr(self, name))
-        for name in ("k", "w", "monitor_every", "top_docs", "candidates", "interval", "query_tokens"):
+        for name in (
+            "k",
+            "w",
+            "monitor_every",
+            "top_docs",
+            "candidates",
+            "interval",
+            "query_tokens",
+            "max_slot_tokens",
+            "keep_blocks",
+        ):
             check_positive(name, getattr(self, name))
         if self.theta < 0:
             raise ValueError(f"theta must be >= 0, got {self.theta}")
@@ -139,6 +161,8 @@ class Trace:
     features: list[torch.Tensor] = field(default_factory=list)
     head_inputs: list[torch.Tensor] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
+    blocks: list[tuple[str, ...]] = field(default_factory=list)  # every inserted block, in order
+    context_docs: list[str] = field(default_factory=list)  # the documents in the context at the end
     next_slot: list[int] = field(default_factory=list)  # per answer position: index of the slot it leads to (-1)
 
     @property
@@ -216,7 +240,13 @@ class Decoder:
         session = Session(self.lm, self.tokens.context(docs, question.question))
         trace.prefill_tokens = session.start()
         clock.prefill(trace.prefill_tokens)
-        state = {"pending": None, "first_fire": None}
+        state = {"pending": None, "first_fire": None, "blocks": []}
+        # room for the documents: the positions left by the question and the longest answer the loop can produce
+        longest = sum(
+            hp.max_slot_tokens + 1 if seg.is_slot else len(self.tokens.segment(seg, first=i == 0))
+            for i, seg in enumerate(question.segments)
+        )
+        doc_room = self.lm.config.n_positions - longest - len(self.tokens.context([], question.question))
         interval = arm.interval or hp.interval
 
         def issue(t: int) -> None:
@@ -270,7 +300,16 @@ class Decoder:
 
         def insert(doc_ids) -> None:
             texts = [self.retriever.texts[i] for i in doc_ids]
-            session.rebuild(self.tokens.context(texts, question.question))
+            blocks = state["blocks"]
+            kept: list[str] = []
+            for block in blocks[max(0, len(blocks) - hp.keep_blocks + 1) :] if hp.keep_blocks > 1 else []:
+                kept += [text for text in block if text not in texts and text not in kept]
+            state["blocks"].append(texts)
+            trace.blocks.append(tuple(texts))
+            while kept and sum(len(self.tokens.doc(text)) for text in kept + texts) > doc_room:
+                kept.pop(0)
+            docs[:] = kept + texts
+            session.rebuild(self.tokens.context(docs, question.question))
             n = sum(len(self.tokens.doc(text)) for text in texts)
             trace.prefill_tokens += n
             clock.prefill(n)
@@ -333,4 +372,5 @@ class Decoder:
             cancel()
         trace.latency_ms = clock.now
         trace.tokens = list(session.answer)
+        trace.context_docs = list(docs)
         return trace

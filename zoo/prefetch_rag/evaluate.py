@@ -33,12 +33,17 @@ def _tunings() -> dict[str, Tuning]:
     theta = record.get("theta_choice") or {}
     note = f"{T.VAL_SINGLE} + {T.VAL_MULTI} validation questions (val countries, val lead-ins); "
     rule = "lowest latency with EM within 1 point of sync_active; chosen: "
+    trials = theta.get("trials", [])
+    grid = {"theta": sorted({t["theta"] for t in trials}) or [0.5, 1.0, 1.5, 2.0]}
+    if any("keep_blocks" in t for t in trials):
+        grid["keep_blocks"] = sorted({t.get("keep_blocks", 1) for t in trials})
+    chosen = f"chosen theta {record.get('theta')}, keep_blocks {record.get('keep_blocks', 1)} (used by every arm)"
     out = {
         "sync_active": Tuning(
             "validation",
-            {"theta": [t["theta"] for t in theta.get("trials", [])] or [0.5, 1.0, 1.5, 2.0]},
-            T.TRIALS,
-            note + f"recipe stage 2, highest EM then lowest latency; chosen theta {record.get('theta')}",
+            grid,
+            len(trials) or T.TRIALS,
+            note + "recipe stage 2, highest EM then lowest latency; " + chosen,
         )
     }
     for arm, grid in T.GRIDS.items():

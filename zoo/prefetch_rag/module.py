@@ -35,16 +35,19 @@ Reconstruction choices and deviations (R):
   value of its attribute, in the answer and the documents alike), so the LM learns to copy rather than memorise:
   the first recipe run with true values memorised the 97 training countries and copied nothing (validation EM
   3%, with the gold documents in context too). At test time the facts are true and the countries unseen.
-  Stage 2 (``on_train_end``, LM frozen): (a) theta is chosen on the validation
-  questions (``val`` countries, val lead-ins) among ``theta_grid`` by the synchronous baseline: the highest EM,
-  ties within 1 point broken by the lowest latency; (b) the synchronous baseline at that theta runs over the
+  Stage 2 (``on_train_end``, LM frozen): (a) theta and the decoder's ``keep_blocks`` rule (see
+  :mod:`zoo.prefetch_rag.decoder`) are chosen jointly on the validation questions (30 single- and 20 multi-domain
+  questions about the ``val`` countries with val lead-ins) over ``theta_grid`` x ``keep_grid`` by the synchronous
+  baseline: the highest EM, ties within 1 point broken by the lowest latency (``keep_blocks`` then holds for every
+  arm); (b) the synchronous baseline at that choice runs over the
   ``heads`` questions (countries the LM never saw, train lead-ins) and its spikes label every position (spike in
   (t, t + k]); (c) predictor and query head train on those positions (Adam, ``head_epochs``).
 * Decoding protocol, spike definition, prefetch use at a spike, re-ranking of ``candidates`` and the fallback:
   see :mod:`zoo.prefetch_rag.decoder`. A slot triggers at most one spike. An in-flight prefetch whose query is still
   valid at a spike is waited for (it is not a hit; a hit is a ready result that resolves the spike).
 * Prefill: only the inserted documents' tokens are charged (the spec); the initial prompt is charged too.
-* Documents inserted are cut to 32 tokens (Wikipedia chunks are 120 words) and replace the previous block.
+* Documents inserted are cut to 32 tokens (Wikipedia chunks are 120 words); the context keeps the last
+  ``keep_blocks`` inserted blocks (1: replace).
 * TeleRAG-like: a retrieval every ``interval`` tokens with the text query; PipeRAG-like: the same with the text as it
   was ``staleness`` tokens earlier; both use the prefetch path at a spike (rho check, re-ranking, fallback).
 * Ablations: ``prefetch_no_predictor`` fires every 16 tokens (with query head and monitor),
@@ -84,7 +87,10 @@ class PrefetchRAGModule(PretrainedMixin, pl.LightningModule):
         lr: Peak AdamW learning rate of the LM (linear warm-up, cosine decay to 10%).
         warmup_steps: Warm-up steps.
         theta_grid: Entropy thresholds tried on validation in stage 2 (empty: keep ``hyper.theta``).
-        val_questions: Validation questions for the theta choice.
+        keep_grid: Values of ``hyper.keep_blocks`` tried with every theta in stage 2 (empty: keep
+            ``hyper.keep_blocks``); the (theta, keep_blocks) pair is chosen jointly.
+        val_single: Single-domain validation questions for that choice.
+        val_multi: Multi-domain validation questions for that choice.
         head_epochs: Epochs of the predictor / query-head training.
         head_lr: Their Adam learning rate.
         predictor_hidden: Predictor hidden width.
@@ -105,7 +111,9 @@ class PrefetchRAGModule(PretrainedMixin, pl.LightningModule):
         lr: float = 3e-3,
         warmup_steps: int = 50,
         theta_grid: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0),
-        val_questions: int = 40,
+        keep_grid: tuple[int, ...] = (),
+        val_single: int = 30,
+        val_multi: int = 20,
         head_epochs: int = 40,
         head_lr: float = 1e-3,
         predictor_hidden: int = 128,
@@ -125,6 +133,7 @@ class PrefetchRAGModule(PretrainedMixin, pl.LightningModule):
         self.predictor = RetrievalPredictor(self.lm_cfg.n_embd, self.hyper.w, self.lm_cfg.n_head, predictor_hidden)
         self.query_head = QueryGenerator(self.lm_cfg.n_embd)
         self.register_buffer("theta", torch.tensor(float(self.hyper.theta)))
+        self.register_buffer("keep_blocks", torch.tensor(int(self.hyper.keep_blocks)))
         self.tokens: Tokens | None = None
         self.stage2: dict = {}
         self.example_input_array = torch.zeros(1, 16, dtype=torch.long)
@@ -135,22 +144,25 @@ class PrefetchRAGModule(PretrainedMixin, pl.LightningModule):
         """Next-token logits ``(batch, length, vocab)``."""
         return self.lm(input_ids=input_ids).logits
 
+    def _slot_weights(self, batch) -> torch.Tensor:
+        """Per-position loss weights ``(B, T - 1)``: ``slot_weight`` on slot tokens, 1 elsewhere, 0 where ignored."""
+        labelled = (batch["labels"][:, 1:] != -100).float()
+        if "slot_mask" not in batch:
+            return labelled
+        return (1.0 + (self.hparams.slot_weight - 1.0) * batch["slot_mask"][:, 1:]) * labelled
+
     def _loss(self, batch) -> torch.Tensor:
-        labels = batch["labels"][:, 1:]
-        slot_mask = batch.get("slot_mask", torch.zeros_like(batch["labels"], dtype=torch.float32))[:, 1:]
-        weights = (1.0 + (self.hparams.slot_weight - 1.0) * slot_mask) * (labels != -100)
         if hasattr(self.lm, "token_nll"):  # pointer LM: the mixture only at the labelled positions
-            loss = self.lm.token_nll(batch["input_ids"], batch["attention_mask"], batch["labels"]).reshape(-1)
-        else:
-            if self.hparams.slot_weight == 1.0 or "slot_mask" not in batch:
-                return self.lm(
-                    input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]
-                ).loss
+            nll = self.lm.token_nll(batch["input_ids"], batch["attention_mask"], batch["labels"])
+        elif self.hparams.slot_weight == 1.0 or "slot_mask" not in batch:  # plain LM, unweighted
+            return self.lm(
+                input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]
+            ).loss
+        else:  # plain LM, slot-weighted
             logits = self.lm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
-            loss = F.cross_entropy(
-                logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100, reduction="none"
-            )
-        return (loss * weights.reshape(-1)).sum() / weights.sum().clamp_min(1.0)
+            nll = F.cross_entropy(logits.transpose(1, 2), batch["labels"][:, 1:], ignore_index=-100, reduction="none")
+        weights = self._slot_weights(batch)
+        return (nll * weights).sum() / weights.sum().clamp_min(1.0)
 
     def training_step(self, batch, batch_idx):
         loss = self._loss(batch)
@@ -194,29 +206,37 @@ class PrefetchRAGModule(PretrainedMixin, pl.LightningModule):
 
         if self.tokens is None:
             raise ValueError("no tokenizer: load a checkpoint with tokenizer.json or fit the module first")
-        hyper = hyper or Hyper(**{**asdict(self.hyper), "theta": float(self.theta)})
+        hyper = hyper or Hyper(
+            **{**asdict(self.hyper), "theta": float(self.theta), "keep_blocks": int(self.keep_blocks)}
+        )
         self.eval()
         return Decoder(
             self.lm, self.tokens, retriever, encoder or TextEncoder(), self.predictor, self.query_head, hyper
         )
 
     def choose_theta(self, retriever, questions, encoder=None) -> dict:
-        """Stage 2a: theta of the synchronous baseline on validation questions."""
+        """Stage 2a: theta (and ``keep_blocks`` over ``keep_grid``) of the synchronous baseline on validation
+        questions: the highest EM over all slots, ties within 1 point broken by the lowest latency."""
         from zoo.prefetch_rag.scoring import run_arm
 
         trials = []
-        for theta in self.hparams.theta_grid:
-            hyper = Hyper(**{**asdict(self.hyper), "theta": float(theta)})
-            metrics = run_arm(self.decoder(retriever, encoder, hyper), questions, "sync_active")
-            trials.append({"theta": float(theta), "em": metrics["em_all"], "latency_ms": metrics["latency_ms_mean"]})
+        for keep in self.hparams.keep_grid or (self.hyper.keep_blocks,):
+            for theta in self.hparams.theta_grid:
+                hyper = Hyper(**{**asdict(self.hyper), "theta": float(theta), "keep_blocks": int(keep)})
+                metrics = run_arm(self.decoder(retriever, encoder, hyper), questions, "sync_active")
+                trials.append({"theta": float(theta), "keep_blocks": int(keep), "em": metrics["em_all"],
+                               "em_single": metrics["em"], "em_multi": metrics["em_multi"],
+                               "latency_ms": metrics["latency_ms_mean"]})  # fmt: skip
+                print("prefetch_rag stage 2 trial:", trials[-1])
         best_em = max(t["em"] for t in trials)
         chosen = min((t for t in trials if t["em"] >= best_em - 0.01), key=lambda t: t["latency_ms"])
-        return {"trials": trials, "theta": chosen["theta"]}
+        return {"trials": trials, "theta": chosen["theta"], "keep_blocks": chosen["keep_blocks"]}
 
     def fit_stage2(self, retriever, heads_questions, encoder=None) -> dict:
         """Choose theta on validation, label the heads' questions with the sync baseline, train the heads."""
         from zoo.prefetch_rag import corpus as C
         from zoo.prefetch_rag.index import TextEncoder
+        from zoo.prefetch_rag.tune import validation_questions
 
         torch.set_num_threads(1)  # one-token forwards: a second thread only adds contention on 2 shared cores
         start = time.perf_counter()
@@ -224,9 +244,10 @@ class PrefetchRAGModule(PretrainedMixin, pl.LightningModule):
         self.lm.eval()
         self.lm.requires_grad_(False)
         if self.hparams.theta_grid:
-            val = C.question_set("val", self.hparams.val_questions * 3 // 4, self.hparams.val_questions // 4, seed=1)
+            val = validation_questions(self.hparams.val_single, self.hparams.val_multi)
             record = self.choose_theta(retriever, val, encoder)
             self.theta.fill_(record["theta"])
+            self.keep_blocks.fill_(record["keep_blocks"])
             self.stage2["theta_choice"] = record
         decoder = self.decoder(retriever, encoder)
         gold_index = {(c, a): i for i, (c, a, _) in enumerate(C.fact_documents())}
