@@ -9,14 +9,22 @@ test lead-ins (held out from training; 20% of the questions use short lead-ins, 
 ``wall_latency_ms_mean``. ``predictor_auroc`` scores the predictor's output at every position of the synchronous
 baseline's run on the test questions against its spike labels; ``lead_time_median`` is the median over the
 prefetch arm's spikes of the tokens since the first prefetch issued for that spike (0 when none was).
-Hyperparameters: ``tuning.json`` (validation only, :mod:`zoo.prefetch_rag.tune`); theta from the recipe's stage 2.
+Hyperparameters: ``tuning.json`` (validation only, :mod:`zoo.prefetch_rag.tune`); theta and ``keep_blocks`` from the
+recipe's stage 2.
+
+Resumable in pieces: with ``ZOO_PREFETCH_RAG_EVAL_CACHE`` naming a folder, every seed's arms are stored there (keyed
+by the seed, the settings, the recipe, the pins, ``tuning.json``, ``--retrain`` and ``--weights``), so
+``benchmarks/eval_pieces.py prefetch_rag --arms prefetch --seeds 1`` (one seed: all arms, one fit) fits one locked slot
+and a later ``zoo eval prefetch_rag --card`` with the same folder reads every seed back.
 """
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
-from zoo._eval import Claim, Protocol, Setting, Tuning, beats
+from zoo._eval import Claim, Protocol, Setting, Tuning, beats, piece_file
 from zoo.prefetch_rag import tune as T
 
 METHOD = "prefetch"
@@ -25,6 +33,7 @@ ABLATIONS = ("prefetch_no_predictor", "prefetch_no_query_head", "prefetch_no_mon
 REFERENCES = ("no_retrieval", "single_shot")
 TEST_SEED = 7  # the test questions are fixed, whatever the model seed
 GOLDEN = 50
+CACHE_ENV = "ZOO_PREFETCH_RAG_EVAL_CACHE"
 
 
 def _tunings() -> dict[str, Tuning]:
@@ -108,14 +117,37 @@ def _all_arms(run) -> dict[str, dict]:
             metrics["wall_ttft_ms_mean"] = clock["ttft_ms_mean"]
         out[arm] = metrics
     out[METHOD]["predictor_auroc"] = out["sync_active"].pop("predictor_auroc")
-    run.extras["hyper"] = {k: getattr(decoder.hyper, k) for k in ("theta", "tau", "delta", "rho", "alpha")}
+    names = ("theta", "keep_blocks", "tau", "delta", "rho", "alpha", "interval", "staleness")
+    run.extras["hyper"] = {k: getattr(decoder.hyper, k) for k in names}
     return out
 
 
+def _piece(run) -> Path | None:
+    """Where ``ZOO_PREFETCH_RAG_EVAL_CACHE`` keeps one seed's arms, keyed by everything that decides them."""
+
+    def key():
+        from zoo._recipes import resolve_recipe
+        from zoo.prefetch_rag import _SHA256
+
+        recipe = Path(resolve_recipe("prefetch_rag/countries")).read_text()
+        tuning = T.TUNING_FILE.read_text() if T.TUNING_FILE.is_file() else ""
+        return [run.seed, run.settings, recipe, _SHA256, tuning, run.retrain, str(run.weights)]
+
+    return piece_file(CACHE_ENV, f"seed{run.seed}", key)
+
+
 def measure(arm: str, run) -> dict[str, float]:
-    """One arm, one seed (all arms are decoded once per seed and cached)."""
+    """One arm, one seed (all arms are decoded once per seed and kept in ``run.cache`` and the piece cache)."""
     if "all" not in run.cache:
-        run.cache["all"] = _all_arms(run)
+        piece = _piece(run)
+        if piece is not None and piece.is_file():
+            stored = json.loads(piece.read_text())
+            run.cache["all"], run.extras["hyper"] = stored["arms"], stored["hyper"]
+        else:
+            run.cache["all"] = _all_arms(run)
+            if piece is not None:
+                piece.parent.mkdir(parents=True, exist_ok=True)
+                piece.write_text(json.dumps({"arms": run.cache["all"], "hyper": run.extras["hyper"]}))
     return {k: v for k, v in run.cache["all"][arm].items() if not (isinstance(v, float) and math.isnan(v))}
 
 

@@ -1,0 +1,31 @@
+"""The evaluation's per-seed piece cache (benchmarks/eval_pieces.py prefetch_rag): stored once, read back."""
+
+from types import SimpleNamespace
+
+from zoo.prefetch_rag import evaluate as E
+
+
+def _run(seed=0):
+    return SimpleNamespace(seed=seed, settings={"n_single": 2}, retrain=False, weights=None, cache={}, extras={})
+
+
+def test_seed_pieces_are_stored_and_read_back(monkeypatch, tmp_path):
+    calls = []
+
+    def fake_all_arms(run):
+        calls.append(run.seed)
+        run.extras["hyper"] = {"theta": 2.0, "keep_blocks": 2}
+        return {"prefetch": {"em": 0.5, "hit_rate": float("nan")}, "sync_active": {"em": 0.6}}
+
+    monkeypatch.setattr(E, "_all_arms", fake_all_arms)
+    monkeypatch.setenv(E.CACHE_ENV, str(tmp_path))
+    assert E.measure("prefetch", _run()) == {"em": 0.5}  # NaN metrics are left out
+    assert len(list(tmp_path.glob("seed0-*.json"))) == 1
+    again = _run()
+    assert E.measure("sync_active", again) == {"em": 0.6} and again.extras["hyper"]["keep_blocks"] == 2
+    assert calls == [0]  # the second run read the piece
+    E.measure("prefetch", _run(seed=1))
+    assert calls == [0, 1]
+    monkeypatch.delenv(E.CACHE_ENV)
+    E.measure("prefetch", _run())
+    assert calls == [0, 1, 0]  # no cache folder: decoded again
