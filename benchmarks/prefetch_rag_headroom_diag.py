@@ -1,7 +1,9 @@
 """Validation diagnostics of the headroom gates (issue 20): per ``keep_blocks`` value, the synchronous baseline's EM
-on the single- and multi-domain validation questions, its spikes per answer, and its retrieval recall (the share of
-spikes whose inserted block holds the gold document of the slot being answered), plus oracle EM (the gold documents
-of the first 3 slots in context, no retrieval). Validation questions only; the test split is never read.
+on the single- and multi-domain validation questions, its spikes per answer, its retrieval recall (the share of
+spiked slots whose inserted block holds the slot's gold document) and its EM with and without the gold document
+there; the same for single_shot (gold among the question's documents); oracle EM (the gold documents of the first 3
+slots in context, no retrieval). Retrieval or copying: which one limits the gates. Validation questions only; the
+test split is never read.
 
     flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/prefetch_rag_headroom_diag.py
         runs/prefetch_rag.countries/pretrained [--n-single 30 --n-multi 20 --keep 1 2]
@@ -22,7 +24,7 @@ def load(folder: str):
 
     try:
         return zoo.load_folder(folder)
-    except (TypeError, RuntimeError, ValueError):  # an older checkpoint (val_questions, no keep_blocks buffer)
+    except Exception:  # noqa: BLE001 -- an older checkpoint (val_questions, no keep_blocks buffer)
         from pathlib import Path
 
         from safetensors.torch import load_file
@@ -67,29 +69,53 @@ def main() -> None:
     questions = validation_questions(args.n_single, args.n_multi)
     base = module.decoder(retriever, encoder).hyper
     out = {"theta": base.theta, "keep_blocks_stored": base.keep_blocks, "by_keep": {}}
-    for keep in args.keep:
-        from zoo.prefetch_rag.decoder import Hyper
 
+    def gold(question, slot_index):
+        slot = question.slots[slot_index]
+        return C.fact_document(slot.country, slot.attribute)
+
+    def table(counts):  # group -> [gold there & correct, gold there, gold absent & correct, gold absent]
+        out = {}
+        for group, (hit_ok, hit, miss_ok, miss) in counts.items():
+            out[f"recall_{group}"] = round(hit / max(1, hit + miss), 4)
+            out[f"em_given_gold_{group}"] = round(hit_ok / max(1, hit), 4)
+            out[f"em_given_no_gold_{group}"] = round(miss_ok / max(1, miss), 4)
+        return out
+
+    from zoo.prefetch_rag.decoder import Hyper
+
+    for keep in args.keep:
         decoder = module.decoder(retriever, encoder, Hyper(**{**asdict(base), "keep_blocks": keep}))
         traces: list = []
         metrics = run_arm(decoder, questions, "sync_active", traces=traces)
-        recall = {"single": [0, 0], "multi": [0, 0]}
-        for question, trace in zip(questions, traces, strict=True):
-            group = recall["multi" if question.multi else "single"]
+        counts = {"single": [0, 0, 0, 0], "multi": [0, 0, 0, 0]}
+        for question, trace in zip(questions, traces, strict=True):  # spiked slots: gold in the block inserted there
+            group = counts["multi" if question.multi else "single"]
             for s, block in zip(trace.spikes, trace.blocks, strict=True):
-                slot = question.slots[trace.next_slot[s]]
-                group[0] += C.fact_document(slot.country, slot.attribute) in block
-                group[1] += 1
+                i = trace.next_slot[s]
+                there = gold(question, i) in block
+                group[0 if there else 2] += trace.correct[i]
+                group[1 if there else 3] += 1
         out["by_keep"][keep] = {
             "em": round(metrics["em"], 4),
             "em_multi": round(metrics["em_multi"], 4),
             "em_all": round(metrics["em_all"], 4),
             "latency_ms_mean": round(metrics["latency_ms_mean"], 1),
             "spikes_mean": round(metrics["spikes_mean"], 2),
-            "recall_single": round(recall["single"][0] / max(1, recall["single"][1]), 4),
-            "recall_multi": round(recall["multi"][0] / max(1, recall["multi"][1]), 4),
+            **table(counts),
         }
-        print(keep, out["by_keep"][keep], flush=True)
+        print("sync_active keep", keep, out["by_keep"][keep], flush=True)
+    traces = []
+    metrics = run_arm(module.decoder(retriever, encoder), questions, "single_shot", traces=traces)
+    counts = {"single": [0, 0, 0, 0], "multi": [0, 0, 0, 0]}
+    for question, trace in zip(questions, traces, strict=True):  # every slot: gold among the question's documents
+        group = counts["multi" if question.multi else "single"]
+        for i, correct in enumerate(trace.correct):
+            there = gold(question, i) in trace.context_docs
+            group[0 if there else 2] += correct
+            group[1 if there else 3] += 1
+    out["single_shot"] = {"em": round(metrics["em"], 4), "em_multi": round(metrics["em_multi"], 4), **table(counts)}
+    print("single_shot", out["single_shot"], flush=True)
     if args.oracle:
         out["oracle_em"] = round(oracle_em(module, validation_questions(args.oracle, 0)), 4)
     out["seconds"] = round(time.perf_counter() - start, 1)
