@@ -29,3 +29,39 @@ def test_seed_pieces_are_stored_and_read_back(monkeypatch, tmp_path):
     monkeypatch.delenv(E.CACHE_ENV)
     E.measure("prefetch", _run())
     assert calls == [0, 1, 0]  # no cache folder: decoded again
+
+
+def test_seed_fits_are_stored_and_loaded(monkeypatch, tmp_path):
+    from zoo.prefetch_rag.lm import LMConfig
+    from zoo.prefetch_rag.module import PrefetchRAGModule
+
+    fits = []
+
+    class FakeRun:
+        seed, weights = 1, None
+
+        def uses_published(self, arm):
+            return False
+
+        def entry(self, arm):
+            return SimpleNamespace(pretrained_cfg=SimpleNamespace(recipe="prefetch_rag/countries"))
+
+        def recipe_overrides(self):
+            return []
+
+        def load(self, arm):
+            fits.append(arm)
+            return PrefetchRAGModule(LMConfig(vocab_size=64, n_embd=32, n_layer=1, n_head=2), keep_grid=(1, 2))
+
+    monkeypatch.setenv(E.FITS_ENV, str(tmp_path))
+    first = E.load_method(FakeRun())
+    path = E.fit_folder(FakeRun())
+    assert path.parent == tmp_path and path.name.startswith("fit-seed1-") and (path / "config.json").is_file()
+    second = E.load_method(FakeRun())
+    assert fits == ["prefetch"]  # the second run loaded the stored fit
+    assert list(second.hparams.keep_grid) == list(first.hparams.keep_grid) == [1, 2]
+    for name, tensor in first.state_dict().items():
+        assert (second.state_dict()[name] == tensor).all()
+    published = FakeRun()
+    published.uses_published = lambda arm: True
+    assert E.fit_folder(published) is None

@@ -15,13 +15,17 @@ recipe's stage 2.
 Resumable in pieces: with ``ZOO_PREFETCH_RAG_EVAL_CACHE`` naming a folder, every seed's arms are stored there (keyed
 by the seed, the settings, the recipe, the pins, ``tuning.json``, ``--retrain`` and ``--weights``), so
 ``benchmarks/eval_pieces.py prefetch_rag --arms prefetch --seeds 1`` (one seed: all arms, one fit) fits one locked slot
-and a later ``zoo eval prefetch_rag --card`` with the same folder reads every seed back.
+and a later ``zoo eval prefetch_rag --card`` with the same folder reads every seed back. A seed other than the
+published one trains the recipe (~10 min) before its ~9 min of decoding: with ``ZOO_PREFETCH_RAG_FITS`` naming a
+folder, that fit is saved there (keyed by the seed, the recipe text and its overrides) and loaded by a later run, so
+``benchmarks/prefetch_rag_fit_seed.py SEED`` (the same fit, one locked slot) and the eval piece can run apart.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 from zoo._eval import Claim, Protocol, Setting, Tuning, beats, piece_file
@@ -34,6 +38,7 @@ REFERENCES = ("no_retrieval", "single_shot")
 TEST_SEED = 7  # the test questions are fixed, whatever the model seed
 GOLDEN = 50
 CACHE_ENV = "ZOO_PREFETCH_RAG_EVAL_CACHE"
+FITS_ENV = "ZOO_PREFETCH_RAG_FITS"
 
 
 def _tunings() -> dict[str, Tuning]:
@@ -89,6 +94,34 @@ def test_questions(n_single: int, n_multi: int):
     return C.question_set("test", n_single, n_multi, seed=TEST_SEED)
 
 
+def fit_folder(run) -> Path | None:
+    """Where ``ZOO_PREFETCH_RAG_FITS`` keeps this seed's fit of the recipe (None: no folder set, or the run uses the
+    published weights or ``--weights``)."""
+    folder = os.environ.get(FITS_ENV)
+    if not folder or run.uses_published(METHOD):
+        return None
+    from zoo._eval import piece_path
+    from zoo._recipes import resolve_recipe
+
+    recipe = Path(resolve_recipe(run.entry(METHOD).pretrained_cfg.recipe)).read_text()
+    key = [run.seed, recipe, run.recipe_overrides(), list(PROTOCOL.seed_args)]
+    return piece_path(folder, f"fit-seed{run.seed}", key).with_suffix("")
+
+
+def load_method(run):
+    """The method's checkpoint for this seed (every arm decodes with it): published, ``--weights``, a stored fit,
+    or a fit of the recipe (then stored when ``ZOO_PREFETCH_RAG_FITS`` is set)."""
+    import zoo
+
+    path = fit_folder(run)
+    if path is not None and (path / "config.json").is_file():
+        return zoo.load_folder(path).eval()
+    module = run.load(METHOD)
+    if path is not None:
+        zoo.save_pretrained(module, path)
+    return module
+
+
 def _all_arms(run) -> dict[str, dict]:
     import torch
 
@@ -98,7 +131,7 @@ def _all_arms(run) -> dict[str, dict]:
     from zoo.prefetch_rag.scoring import run_arm, summarise
 
     torch.set_num_threads(1)
-    module = run.load(METHOD)
+    module = load_method(run)
     retriever, encoder = build_retriever(), TextEncoder()
     decoder = module.decoder(retriever, encoder)
     decoder.hyper = T.chosen_hyper(decoder.hyper)

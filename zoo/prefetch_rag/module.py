@@ -324,3 +324,8 @@ class PrefetchRAGModule(PretrainedMixin, pl.LightningModule):
             from zoo.common.text import load_bpe
 
             self.tokens = Tokens(load_bpe(path.read_text()))
+        config = Path(folder) / "config.json"
+        if config.is_file():  # stage 2's record (theta / keep_blocks trials) for tune.py and the card's settings
+            import json
+
+            self.stage2 = dict(json.loads(config.read_text()).get("metadata", {}).get("stage2", {}))
