@@ -3,7 +3,7 @@ on the single- and multi-domain validation questions, its spikes per answer, its
 spiked slots whose inserted block holds the slot's gold document) and its EM with and without the gold document
 there; the same for single_shot (gold among the question's documents); oracle EM (the gold documents of the first 3
 slots in context, no retrieval). Retrieval or copying: which one limits the gates. Validation questions only; the
-test split is never read.
+test split is never read. ``--n-single`` other than 30 draws other multi-domain questions than tune.py's set.
 
     flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/prefetch_rag_headroom_diag.py
         runs/prefetch_rag.countries/pretrained [--n-single 30 --n-multi 20 --keep 1 2]

@@ -38,7 +38,8 @@ EM_TOLERANCE = 0.01
 
 
 def validation_questions(n_single: int = VAL_SINGLE, n_multi: int = VAL_MULTI):
-    """The validation questions (``val`` countries, val lead-ins); a smaller set is a prefix of each group."""
+    """The validation questions (``val`` countries, val lead-ins). With the same ``n_single``, a smaller
+    ``n_multi`` gives a prefix; a different ``n_single`` draws other multi-domain questions (one random stream)."""
     from zoo.prefetch_rag import corpus as C
 
     return C.question_set("val", n_single, n_multi, seed=VAL_SEED)
