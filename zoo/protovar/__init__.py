@@ -25,7 +25,11 @@ Deviations and reconstruction choices:
   channels, spec 32 -> 64) with 4x4 stride-2 convs, trained one pass over 20,000 images at batch 64, a
   mirrored decoder with transposed convs; codebook 256 x 32 shared by the scales, nearest code by cosine
   (l2-normalised lookup), value = the raw codebook row kept as an EMA (decay 0.99) of the residuals assigned to it,
-  dead codes (EMA count < 0.01) restarted on random residuals of the batch; phi_k is a 3x3 conv blended 0.5 with
+  with dead-code restart. The published tokenizer's restart (EMA count < 0.01, from count 1) never fired within
+  its 312 steps (codebook usage 30.5%); the restart is now Jukebox / SoundStream's (codes under 1.0 EMA hits per
+  step move onto distinct random residuals of the batch, every update; :mod:`zoo.protovar.tokenizer`), in
+  ``recipes/protovar/tokenizer_restart.yaml``, piloted but not yet published (a new tokenizer needs a new VAR,
+  new distilled sets and a new evaluation); phi_k is a 3x3 conv blended 0.5 with
   its input, one per scale, trained by ||f_hat - sg(f)||^2 (VAR's quant_resi loss) since the codebook is EMA.
   Loss L1 + MSE + 0.25 commitment.
 * VAR: d = 128, 3 blocks, 4 heads (spec: d = 192, 4 blocks) and a learned 2-D position table per scale, trained

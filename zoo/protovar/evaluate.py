@@ -234,14 +234,14 @@ def tokenizer_scores(tokenizer_module, limit=None, split: str = "test") -> dict[
     return {"recon_mse": float(torch.cat(errors).mean()), "codebook_usage": float(used.float().mean())}
 
 
-def teacher_forced_accuracy(generator, limit=None) -> float:
-    """Teacher-forced code accuracy of the VAR at the finest scale (8x8) on test images."""
+def teacher_forced_accuracy(generator, limit=None, split: str = "test") -> float:
+    """Teacher-forced code accuracy of the VAR at the finest scale (8x8) on ``split`` images."""
     import torch
 
     from zoo.protovar.data import fmnist_splits
     from zoo.protovar.tokenizer import to_model_range
 
-    images, labels = fmnist_splits()["test"]
+    images, labels = fmnist_splits()[split]
     images, labels = images[:limit], labels[:limit]
     hits = []
     with torch.no_grad():
