@@ -67,9 +67,36 @@ def score_var(module, limit=None) -> dict:
     return {"val_tf_acc_scale8": round(teacher_forced_accuracy(module.eval(), limit, split="val"), 4)}
 
 
+def students(folder: Path, steps: int | None = None, val_images: int | None = None) -> dict:
+    """Validation accuracy of one IPC-10 student per generative arm on the pilot VAR in ``folder``, each arm at its
+    tuned settings (tuning.json, chosen for the published generator), as ``python -m zoo.protovar.tune`` scores a
+    trial (seed 100, 5,000 validation images, two 1-thread workers); the published generator's scores at the same
+    settings are in tuning.json."""
+    import multiprocessing
+
+    import torch
+
+    import zoo
+    from zoo.protovar import tune
+    from zoo.protovar.evaluate import GENERATIVE, fast_teacher, tuning_record
+
+    torch.set_num_threads(1)  # before any parallel region: the forked workers inherit it
+    record = tuning_record()
+    student = {**record["student"]["best"], **({"steps": steps} if steps else {})}
+    if val_images:
+        tune.VAL_IMAGES = val_images
+    tune._MODELS["generator"] = zoo.load_folder(str(folder)).eval()
+    tune._MODELS["teacher"] = fast_teacher(zoo.load("protovar.teacher", pretrained=True).net)
+    tasks = [(arm, student, record["arms"][arm]["best"]) for arm in GENERATIVE]
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        values = pool.map(tune._score, tasks, chunksize=1)
+    published = {arm: max(record["arms"][arm]["scores"]) for arm in GENERATIVE}
+    return {"val_acc_ipc10": dict(zip(GENERATIVE, [round(v, 4) for v in values], strict=True)), "published": published}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("variants", nargs="+", choices=["published", "published_var", "var", *VARIANTS])
+    parser.add_argument("variants", nargs="+", choices=["published", "published_var", "var", "students", *VARIANTS])
     parser.add_argument("--budget", type=float, default=420.0, help="skip a fit that would end after this (s)")
     parser.add_argument("--limit", type=int, default=None, help="validation images (default all 5,000)")
     parser.add_argument(
@@ -86,6 +113,14 @@ def main() -> None:
     ROOT.mkdir(parents=True, exist_ok=True)
     for name in args.variants:
         row = {"variant": name}
+        if name == "students":  # needs the ``var`` variant's export
+            steps = 2 if args.extra else None  # a dry run (--extra given): 2-step students on 100 images
+            row.update(students(ROOT / "var" / "pretrained", steps, 100 if args.extra else None))
+            row["elapsed_s"] = round(time.perf_counter() - started, 1)
+            print(json.dumps(row), flush=True)
+            with open(ROOT / "results.jsonl", "a") as handle:
+                handle.write(json.dumps(row) + "\n")
+            continue
         if name in ("published", "published_var"):
             module = zoo.load("protovar.tokenizer" if name == "published" else "protovar.fmnist", pretrained=True)
         else:
