@@ -142,8 +142,9 @@ class ClientTrainer:
 
     def _optimizer(self, model: torch.nn.Module) -> torch.optim.Optimizer:
         local = self.config.local
+        # foreach: one multi-tensor update instead of a Python loop over the 8 parameters (same numbers)
         return torch.optim.SGD(
-            model.parameters(), lr=local.lr, momentum=local.momentum, weight_decay=local.weight_decay
+            model.parameters(), lr=local.lr, momentum=local.momentum, weight_decay=local.weight_decay, foreach=True
         )
 
     def batches(self, generator: torch.Generator):

@@ -144,7 +144,10 @@ def fashion_mnist_accuracy(module, limit: int | None = None) -> float:
     from zoo.fedgr.data import fashion_mnist_test
 
     images, labels = fashion_mnist_test(limit)
-    return float((module.predict(torch.from_numpy(np.array(images))).numpy() == labels).mean())
+    from zoo.fedgr.module import SCORE_CHUNK
+
+    predicted = module.predict(torch.from_numpy(np.array(images)), batch_size=SCORE_CHUNK)
+    return float((predicted.numpy() == labels).mean())
 
 
 def sieve_scores(module, federation) -> dict[str, float]:

@@ -78,6 +78,11 @@ from zoo.fedgr.net import seeded_model
 from zoo.fedgr.server import FedAvgServer, FedGRServer, make_server, run_round
 from zoo.fedgr.sieve import LossGMM, detection_f1
 
+#: Images per forward pass when scoring (the per-round test curve, ``zoo eval``'s accuracy). Small chunks stay
+#: in the CPU caches: 10,000 test images score ~4x faster in chunks of 250 than of 2,500 on one thread, with
+#: bit-identical logits (each image's logits do not depend on the chunk it is in).
+SCORE_CHUNK = 250
+
 # The local SGD optimisers live in the client trainers (fresh per client round, as in FL), so the module
 # has no optimiser of its own for Lightning to manage.
 warnings.filterwarnings("ignore", message=r".*configure_optimizers` returned `None`.*")
@@ -228,7 +233,7 @@ class FedGRModule(ImageClassifierMixin, pl.LightningModule):
         was_training = self.model.training
         self.model.eval()
         logits = torch.cat(
-            [self.model(torch.from_numpy(np.array(c)).to(self.device)) for c in np.array_split(images, 4)]
+            [self.model(torch.from_numpy(np.array(c)).to(self.device)) for c in _chunks(images, SCORE_CHUNK)]
         )
         self.model.train(was_training)
         return float((logits.argmax(1).cpu().numpy() == labels).mean())
@@ -305,3 +310,8 @@ class FedGRModule(ImageClassifierMixin, pl.LightningModule):
                 "ema_distillation_from_round": fedgr.soft_silent_round,
             }
         return metadata
+
+
+def _chunks(array: np.ndarray, size: int) -> list[np.ndarray]:
+    """``array`` cut into consecutive pieces of at most ``size`` rows."""
+    return [array[start : start + size] for start in range(0, len(array), size)]
