@@ -27,7 +27,11 @@ def main() -> None:
     parser.add_argument("--arms", nargs="+", default=None)
     parser.add_argument("--merge", metavar="OUT", default=None, help="assemble the cached pieces into OUT (json)")
     parser.add_argument("--card", action="store_true", help="with --merge: write metrics.json and the cards")
-    parser.add_argument("--partial", action="store_true", help="with --merge: leave out arms with no stored piece")
+    parser.add_argument(
+        "--partial",
+        action="store_true",
+        help="with --merge: leave out arms with no stored piece (settings.missing_arms lists them, also on a card)",
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--set", nargs="*", default=[], help="KEY=VALUE settings, as zoo eval --set")
     args = parser.parse_args()
@@ -65,8 +69,8 @@ def merge(seeds: list[int], out: str, card: bool, partial: bool = False) -> None
         if have:
             stored[arm] = have
     missing = [arm for arm in protocol.arms if arm not in stored]
-    if missing and (card or not partial):
-        raise SystemExit(f"not stored for any seed: {', '.join(missing)}")
+    if missing and not partial:
+        raise SystemExit(f"not stored for any seed: {', '.join(missing)} (--partial leaves them out)")
     complete = [a for a in protocol.arms if stored.get(a) == seeds]
     result = run_eval("fedgr", seeds=seeds, arms=complete or [protocol.references[-1]])
     for arm, have in stored.items():
