@@ -34,6 +34,8 @@ VARIANTS = {
 #: teacher-forced scale-8 code accuracy on validation images; ``published_var`` scores the published VAR so.
 VAR_RECIPE = "recipes/protovar/var.yaml"
 VAR_OVERRIDES = [f"--model.init_args.tokenizer_from={ROOT}/restart/pretrained"]
+#: ``var_long``: the same VAR trained 1,000 steps instead of 350 (the recipe's cosine schedule stretches with it).
+VAR_LONG = [*VAR_OVERRIDES, "--trainer.max_steps=1000"]
 
 
 def score(module, limit=None) -> dict:
@@ -96,7 +98,8 @@ def students(folder: Path, steps: int | None = None, val_images: int | None = No
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("variants", nargs="+", choices=["published", "published_var", "var", "students", *VARIANTS])
+    extra_variants = ["published", "published_var", "var", "var_long", "students", "students_long"]
+    parser.add_argument("variants", nargs="+", choices=[*extra_variants, *VARIANTS])
     parser.add_argument("--budget", type=float, default=420.0, help="skip a fit that would end after this (s)")
     parser.add_argument("--limit", type=int, default=None, help="validation images (default all 5,000)")
     parser.add_argument(
@@ -113,9 +116,10 @@ def main() -> None:
     ROOT.mkdir(parents=True, exist_ok=True)
     for name in args.variants:
         row = {"variant": name}
-        if name == "students":  # needs the ``var`` variant's export
+        if name in ("students", "students_long"):  # needs the ``var`` / ``var_long`` variant's export
             steps = 2 if args.extra else None  # a dry run (--extra given): 2-step students on 100 images
-            row.update(students(ROOT / "var" / "pretrained", steps, 100 if args.extra else None))
+            folder = ROOT / ("var" if name == "students" else "var_long") / "pretrained"
+            row.update(students(folder, steps, 100 if args.extra else None))
             row["elapsed_s"] = round(time.perf_counter() - started, 1)
             print(json.dumps(row), flush=True)
             with open(ROOT / "results.jsonl", "a") as handle:
@@ -124,12 +128,14 @@ def main() -> None:
         if name in ("published", "published_var"):
             module = zoo.load("protovar.tokenizer" if name == "published" else "protovar.fmnist", pretrained=True)
         else:
-            factor = 2.0 if name == "two_epochs" else 4.0 if name == "var" else 1.0
+            factor = {"two_epochs": 2.0, "var": 4.0, "var_long": 10.0}.get(name, 1.0)
             if last_fit and time.perf_counter() - started + factor * last_fit > args.budget:
                 print(f"{name}: skipped (would pass the {args.budget:.0f} s budget)", flush=True)
                 continue
             folder = ROOT / name
-            recipe, overrides = (VAR_RECIPE, VAR_OVERRIDES) if name == "var" else (RECIPE, VARIANTS[name])
+            recipe, overrides = (RECIPE, VARIANTS.get(name))
+            if name in ("var", "var_long"):
+                recipe, overrides = VAR_RECIPE, VAR_OVERRIDES if name == "var" else VAR_LONG
             command = [sys.executable, "-m", "zoo.cli", "fit", "-c", recipe, *overrides]
             command += [f"--trainer.default_root_dir={folder}", f"--trainer.logger.init_args.save_dir={folder}"]
             command += ["--trainer.enable_progress_bar=false", *args.extra]
@@ -138,10 +144,11 @@ def main() -> None:
             row["fit_s"] = round(time.perf_counter() - fit_start, 1)
             if name == "short":
                 last_fit = row["fit_s"] * 312 / 40
-            elif name != "var":
+            elif name not in ("var", "var_long"):
                 last_fit = row["fit_s"] / factor
             module = zoo.load_folder(str(folder / "pretrained"))
-        row.update(score_var(module, args.limit) if name in ("var", "published_var") else score(module, args.limit))
+        var_like = name in ("var", "var_long", "published_var")
+        row.update(score_var(module, args.limit) if var_like else score(module, args.limit))
         row["elapsed_s"] = round(time.perf_counter() - started, 1)
         print(json.dumps(row), flush=True)
         with open(ROOT / "results.jsonl", "a") as handle:
