@@ -122,11 +122,11 @@ def test_cached_greedy_generation_equals_recomputation(models):
 
 
 def test_coupled_mask_is_causal_and_windowed():
-    positions = torch.tensor([0, 55, 10, 45])
+    positions = torch.tensor([0, 65, 10, 55])
     mask = coupled_mask(None, 0, positions, positions)[0, 0]
     expected = torch.tensor(
         [[1, 0, 0, 0], [0, 1, 0, 0], [1, 0, 1, 0], [0, 1, 1, 1]], dtype=torch.bool
-    )  # 0-55, 10-55 and 0-45 are more than 40 ids apart
+    )  # 0-65, 10-65 and 0-55 are more than WINDOW = 48 ids apart
     assert torch.equal(mask, expected)
 
 

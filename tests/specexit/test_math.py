@@ -241,20 +241,21 @@ def test_signal_head_is_exactly_the_extra_fc_rows():
 
 
 def test_position_coupling_hand_example():
-    """Each step line carries the ids of the prompt entry it consumes (zoo/specexit/positions.py, STRIDE 10)."""
+    """Each step line carries the ids of the prompt entry it consumes (zoo/specexit/positions.py, STRIDE 12)."""
     trace = build_trace(Problem((8, 4, 7, 9), ("+", "-", "+")), TOK, checks=1)
     ids = position_ids(TOK, trace.ids)
     tokens = [TOK.tokens[i] for i in trace.ids]
     got = list(zip(tokens, ids, strict=True))
-    prompt = [("Q:", 10), ("8", 14), ("+", 20), ("4", 21), ("-", 30), ("7", 31), ("+", 40), ("9", 41)]
-    assert got[:11] == [*prompt, ("=", 50), ("?", 51), ("<think>", 17)]
+    prompt = [("Q:", 12), ("8", 16), ("+", 24), ("4", 25), ("-", 36), ("7", 37), ("+", 48), ("9", 49)]
+    assert got[:11] == [*prompt, ("=", 60), ("?", 61), ("<think>", 21)]
     think = got[11:]
-    assert think[:7] == [("+", 20), ("4", 21), ("=", 23), ("1", 24), ("2", 25), (".", 26), ("\n\n", 27)]
-    assert think[7:12] == [("-", 30), ("7", 31), ("=", 33), ("5", 34), (".", 36)]  # one-digit value: "." stays
-    assert think[20:24] == [("1", 54), ("4", 55), (".", 56), ("\n\n", 57)]  # the bare line: block n+1 ("=?")
-    # the check restates the value it undoes (ids 6 after it: the 14 of block 4) and re-reads entry 4
-    assert think[24:30] == [("Check:", 36), (" ", 37), ("1", 38), ("4", 39), ("-", 40), ("9", 41)]
-    assert think[-6:] == [("</think>", 61), ("Answer:", 62), (" ", 63), ("1", 64), ("4", 65), ("<eos>", 66)]
+    assert think[:7] == [("+", 24), ("4", 25), ("=", 27), ("1", 28), ("2", 29), (".", 30), ("\n\n", 31)]
+    assert think[7:12] == [("-", 36), ("7", 37), ("=", 39), ("5", 40), (".", 42)]  # one-digit value: "." stays
+    assert think[20:24] == [("1", 64), ("4", 65), (".", 66), ("\n\n", 67)]  # the bare line: block n+1 ("=?")
+    # the check restates the value it undoes (ids 6 after it: the 14 of block 4) in slots 8..11 of block 3, which no
+    # step line uses, and re-reads entry 4
+    assert think[24:30] == [("Check:", 44), (" ", 45), ("1", 46), ("4", 47), ("-", 48), ("9", 49)]
+    assert think[-6:] == [("</think>", 73), ("Answer:", 74), (" ", 75), ("1", 76), ("4", 77), ("<eos>", 78)]
 
 
 def test_position_coupling_is_causal_and_length_invariant():
@@ -277,7 +278,7 @@ def test_position_coupling_is_causal_and_length_invariant():
         steps = [
             ids[i] for i in [trace.prompt_len, *starts] if TOK.tokens[trace.ids[i]] in "+-" and i < trace.lstar_pos
         ]
-        assert all(b - a == 10 for a, b in zip(steps, steps[1:]))
+        assert all(b - a == 12 for a, b in zip(steps, steps[1:]))
     # a token the grammar does not expect takes the previous id + 1 (decoding never fails)
     odd = position_ids(TOK, TOK.encode("Q:1+2=?<think>??Answer:"))
     assert odd[-3:] == [odd[-4] + 1, odd[-4] + 2, odd[-4] + 3]

@@ -61,7 +61,7 @@ PROTOCOL = Protocol(
         "long_operands_max": Setting(10, "most operands of a longer test problem", minimum=2),
         "latency_repeats": Setting(3, "timed decodes per in-distribution problem and arm (median kept)", minimum=1),
         "long_latency_repeats": Setting(1, "timed decodes per longer problem and arm", minimum=1),
-        "draft_steps": Setting(600, "draft steps (a change retrains)", recipe_keys=("trainer.max_steps",), minimum=1),
+        "draft_steps": Setting(1200, "draft steps (a change retrains)", recipe_keys=("trainer.max_steps",), minimum=1),
     },
     tuning={
         "specexit": Tuning(

@@ -28,7 +28,7 @@ Deviations from the paper and choices where the spec reconstructs (R) (issue 34 
   id at every problem length. One causal helper assigns the ids in training batches, in target greedy decoding
   (KV cache), in the speculative verification pass, the probe pass and the draft (draft position ``i`` carries the
   id of the token it reads, ``i+1``); speculative decoding stays lossless because the target sees the same ids in
-  every decoder. Attention is also limited to keys within ``WINDOW`` (40) ids of the query
+  every decoder. Attention is also limited to keys within ``WINDOW`` (48, four blocks of ``STRIDE`` 12) ids of the query
   (:func:`zoo.specexit.models.coupled_mask`): a first pilot without it solved 80% of 7-operand validation problems
   but 0-13% of 8-10, its first lines thrown off by prompt entries further ahead than any training prompt reached.
 * Length: training problems have 2-6 operands with a curriculum (2 operands first, every count after
