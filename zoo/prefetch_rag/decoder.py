@@ -240,7 +240,7 @@ class Decoder:
         session = Session(self.lm, self.tokens.context(docs, question.question))
         trace.prefill_tokens = session.start()
         clock.prefill(trace.prefill_tokens)
-        state = {"pending": None, "first_fire": None, "blocks": []}
+        state = {"pending": None, "first_fire": None}
         # room for the documents: the positions left by the question and the longest answer the loop can produce
         longest = sum(
             hp.max_slot_tokens + 1 if seg.is_slot else len(self.tokens.segment(seg, first=i == 0))
@@ -300,19 +300,19 @@ class Decoder:
 
         def insert(doc_ids) -> None:
             texts = [self.retriever.texts[i] for i in doc_ids]
-            blocks = state["blocks"]
-            kept: list[str] = []
-            for block in blocks[max(0, len(blocks) - hp.keep_blocks + 1) :] if hp.keep_blocks > 1 else []:
+            kept: list[str] = []  # the documents of the last keep_blocks - 1 blocks that the new one lacks
+            for block in trace.blocks[max(0, len(trace.blocks) - hp.keep_blocks + 1) :]:
                 kept += [text for text in block if text not in texts and text not in kept]
-            state["blocks"].append(texts)
             trace.blocks.append(tuple(texts))
-            while kept and sum(len(self.tokens.doc(text)) for text in kept + texts) > doc_room:
-                kept.pop(0)
+            size = {text: len(self.tokens.doc(text)) for text in kept + texts}
+            new = sum(size[text] for text in texts)
+            used = sum(size[text] for text in kept)
+            while kept and used + new > doc_room:
+                used -= size[kept.pop(0)]
             docs[:] = kept + texts
             session.rebuild(self.tokens.context(docs, question.question))
-            n = sum(len(self.tokens.doc(text)) for text in texts)
-            trace.prefill_tokens += n
-            clock.prefill(n)
+            trace.prefill_tokens += new
+            clock.prefill(new)
 
         def spike(s: int) -> None:
             trace.spikes.append(s)
