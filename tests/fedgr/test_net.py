@@ -16,7 +16,6 @@ import zoo.fedgr.client as client_module
 from zoo.fedgr.client import ClientTask, ClientTrainer, make_trainer, task_seed
 from zoo.fedgr.config import FedGRConfig, LocalConfig, RunConfig
 from zoo.fedgr.federation import ClientData
-from zoo.fedgr.module import _chunks
 from zoo.fedgr.net import MaxPool2x2, SmallCNN, seeded_model
 from zoo.fedgr.server import FedAvgServer
 
@@ -102,8 +101,21 @@ def test_a_client_round_is_unchanged_by_the_speed_up(method, monkeypatch):
 def test_scoring_in_chunks_gives_the_same_logits():
     model = seeded_model(0).eval()
     images = np.random.default_rng(0).integers(0, 256, (700, 28, 28), dtype=np.uint8)
-    assert [len(c) for c in _chunks(images, 250)] == [250, 250, 200]
     with torch.no_grad():
         whole = model(torch.from_numpy(images))
-        chunked = torch.cat([model(torch.from_numpy(c)) for c in _chunks(images, 250)])
+        chunked = torch.cat([model(torch.from_numpy(c)) for c in np.array_split(images, [250, 500])])
     assert torch.equal(whole, chunked)
+
+
+def test_round_scoring_is_the_predict_path():
+    """The per-round test curve and ``zoo eval``'s accuracy use one path: the last curve point is the final score."""
+    from zoo.fedgr.module import SCORE_CHUNK, FedGRModule
+
+    module = FedGRModule(num_clients=2, samples_per_client=20)
+    module.model.load_state_dict(seeded_model(0).state_dict())
+    images = np.random.default_rng(1).integers(0, 256, (600, 28, 28), dtype=np.uint8)
+    with torch.no_grad():
+        logits = module.model.eval()(torch.from_numpy(images))
+    labels = np.random.default_rng(2).integers(0, 10, 600)
+    assert torch.equal(module.predict(images, batch_size=SCORE_CHUNK), logits.argmax(1))
+    assert module._score(images, labels) == float((logits.argmax(1).numpy() == labels).mean())

@@ -23,14 +23,17 @@ the global and local 128-d embeddings, weight 0.1; SGD momentum 0.5, weight deca
 Deviations and reconstructed choices (R = the spec leaves it open):
 
 * Scale: Fashion-MNIST (not CIFAR / Clothing1M), a 0.2 M-parameter CNN (not ResNet-18), 10 clients × 600
-  images, 5 clients per round, 30 rounds of 2 local epochs (not 100 clients, 500 rounds, 10 epochs). The
-  schedule is scaled accordingly: 10 sniffing rounds (each client visited 5 times), 5 warm-up rounds,
-  ``soft_silent_round`` = 10, GMM frozen after round 15.
-* Learning rate 0.05 instead of the paper's 0.01, for every arm: with 30 rounds of 2 local epochs (the
-  paper: 500 x 10) lr 0.01 leaves all arms far from converged, and the global model too weak at the end
-  of sniffing for the GMM to separate the losses (an exploratory seed-0 run, scored on the held-out
-  training images, never on the test set: detection F1 0.77 at lr 0.01, 0.88 at lr 0.05).
-* (R) L_ema's weight after ``soft_silent_round`` is 1.0 (not in the seen code); the KL is not multiplied by T².
+  images, 5 clients per round, 80 rounds of 5 local epochs (not 100 clients, 500 rounds, 10 epochs; the
+  spec's 30 x 2 never let FedAvg memorise the noisy labels, issue 31). The schedule is scaled accordingly:
+  10 sniffing rounds (each client visited 5 times), 5 warm-up rounds, ``soft_silent_round`` = 10, GMM frozen
+  after round 15.
+* Learning rate 0.05 for FedGR instead of the paper's 0.01: with 30 rounds of 2 local epochs (the paper:
+  500 x 10) lr 0.01 left the global model too weak at the end of sniffing for the GMM to separate the losses
+  (an exploratory seed-0 run, scored on the held-out training images, never on the test set: detection F1
+  0.77 at lr 0.01, 0.88 at lr 0.05). The baselines' learning rates are chosen on the clients' validation
+  split (benchmarks/fedgr_tuning.py).
+* (R) L_ema's weight after ``soft_silent_round`` is 0.3 (not in the seen code; chosen on the clients'
+  validation split from {1.0, 0.3}); the KL is not multiplied by T².
 * (R) L_reg is on from round 1; L_sr sieves from the first round after sniffing.
 * (R) The uploaded "running mean" loss is an exponential mean over the client's visits with momentum 0.5,
   computed by the global model on the unaugmented image; the GMM is fitted on the current round's uploads.
@@ -230,13 +233,8 @@ class FedGRModule(ImageClassifierMixin, pl.LightningModule):
         return logs
 
     def _score(self, images: np.ndarray, labels: np.ndarray) -> float:
-        was_training = self.model.training
-        self.model.eval()
-        logits = torch.cat(
-            [self.model(torch.from_numpy(np.array(c)).to(self.device)) for c in _chunks(images, SCORE_CHUNK)]
-        )
-        self.model.train(was_training)
-        return float((logits.argmax(1).cpu().numpy() == labels).mean())
+        """Accuracy of the global model on raw images, by the same path as :meth:`predict` (and the evaluation)."""
+        return float((self.predict(images, batch_size=SCORE_CHUNK).numpy() == labels).mean())
 
     def _sync_sieve(self, federation: Federation) -> dict[str, float]:
         """Copy the server's sieving state into the buffers; return detection scores (monitoring only)."""
@@ -310,8 +308,3 @@ class FedGRModule(ImageClassifierMixin, pl.LightningModule):
                 "ema_distillation_from_round": fedgr.soft_silent_round,
             }
         return metadata
-
-
-def _chunks(array: np.ndarray, size: int) -> list[np.ndarray]:
-    """``array`` cut into consecutive pieces of at most ``size`` rows."""
-    return [array[start : start + size] for start in range(0, len(array), size)]
