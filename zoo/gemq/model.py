@@ -25,6 +25,7 @@ class MoEArch:
         intermediate_size: Hidden width of one routed expert.
         shared_intermediate_size: Hidden width of the shared expert (``qwen2_moe`` only).
         max_seq_len: Longest sequence (RoPE table).
+        dropout: Attention-probability dropout in training (``attention_dropout``; 0 in the published v1 base).
     """
 
     kind: str = "mixtral"
@@ -37,12 +38,15 @@ class MoEArch:
     intermediate_size: int = 256
     shared_intermediate_size: int = 256
     max_seq_len: int = 128
+    dropout: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kind not in ARCHS:
             raise ValueError(f"arch.kind must be one of {ARCHS}, got {self.kind!r}")
         if self.top_k > self.num_experts:
             raise ValueError(f"top_k={self.top_k} exceeds num_experts={self.num_experts}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
 
 def build_moe_lm(arch: MoEArch, router_aux_loss_coef: float = 0.01) -> nn.Module:
@@ -57,6 +61,7 @@ def build_moe_lm(arch: MoEArch, router_aux_loss_coef: float = 0.01) -> nn.Module
         max_position_embeddings=arch.max_seq_len,
         router_aux_loss_coef=router_aux_loss_coef,
         tie_word_embeddings=False,
+        attention_dropout=arch.dropout,
     )
     if arch.kind == "mixtral":
         from transformers import MixtralConfig, MixtralForCausalLM

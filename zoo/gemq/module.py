@@ -74,6 +74,11 @@ class GEMQModule(PretrainedMixin, pl.LightningModule):
         gemq: GEMQ settings; set to quantize ``source`` in ``setup("fit")`` and fine-tune the routers in ``fit``.
         source: Registry name of the float checkpoint that GEMQ quantizes.
         quantization: Packed structure of a quantized model (written by GEMQ; rebuilds it on load).
+        restore_best: Pretraining: keep the weights of the validation run with the lowest ``val/nll`` and restore
+            them when training ends (held-out early stopping; with ``EarlyStopping`` on ``val/nll`` it also stops).
+            False in the published v1 recipe (the last weights).
+        embed_dropout: Dropout on the token embeddings in pretraining (0 in the published v1 base); with
+            ``arch.dropout`` (attention dropout) the regularisers of the v2 bases.
     """
 
     DEFAULT_PRETRAINED_CFG = {"input_format": INPUT_FORMAT}
@@ -88,6 +93,8 @@ class GEMQModule(PretrainedMixin, pl.LightningModule):
         gemq: GEMQConfig | None = None,
         source: str | None = "gemq.wiki_fp",
         quantization: MoEQuantConfig | None = None,
+        restore_best: bool = False,
+        embed_dropout: float = 0.0,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -98,10 +105,16 @@ class GEMQModule(PretrainedMixin, pl.LightningModule):
             quantization = MoEQuantConfig.from_dict(quantization)
         self.model = build_moe_lm(self.arch, router_aux_loss_coef)
         round_to_fp16(self.model)
+        if not 0.0 <= embed_dropout < 1.0:
+            raise ValueError(f"embed_dropout must be in [0, 1), got {embed_dropout}")
+        if embed_dropout:
+            self.model.get_input_embeddings().register_forward_hook(_dropout_hook(embed_dropout))
         if quantization is not None:
             convert_for_loading(self.model, quantization)
         self.tokenizer_json: str | None = None
         self.report: dict = {}
+        self.best_val: tuple[float, int, dict | None] = (math.inf, -1, None)  # (val nll, global step, weights)
+        self.val_history: list[tuple[int, float]] = []  # (global step, val nll) of every validation run
         self.example_input_array = torch.zeros(2, 16, dtype=torch.long)
         # Weights are published in fp16 (a 4.5 M-parameter model in fp32 would exceed 10 MB); they are fp16 values
         # already (round_to_fp16 after init and after training), so saving and reloading is exact.
@@ -174,8 +187,25 @@ class GEMQModule(PretrainedMixin, pl.LightningModule):
         nll = self.trainer.callback_metrics.get("val/nll")
         if nll is not None:
             self.log("val/ppl", math.exp(float(nll)))
+            if not self.trainer.sanity_checking:
+                self.val_history.append((int(self.global_step), float(nll)))
+            if self.hparams.restore_best and not self.trainer.sanity_checking and float(nll) < self.best_val[0]:
+                weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+                self.best_val = (float(nll), int(self.global_step), weights)
+            if self.hparams.restore_best and self.best_val[2] is not None:
+                self.log("val/best_ppl", math.exp(self.best_val[0]))
+
+    def restore_best_weights(self) -> bool:
+        """Load the weights of the best validation run (``restore_best``); False when none was recorded."""
+        if self.best_val[2] is None:
+            return False
+        self.model.load_state_dict(self.best_val[2])
+        self.report["best_val"] = {"nll": self.best_val[0], "ppl": math.exp(self.best_val[0]), "step": self.best_val[1]}
+        return True
 
     def on_train_end(self) -> None:
+        if self.hparams.restore_best:
+            self.restore_best_weights()
         round_to_fp16(self.model)  # what is published is what is evaluated
 
     def configure_optimizers(self):
@@ -198,7 +228,9 @@ class GEMQModule(PretrainedMixin, pl.LightningModule):
 
     def export_metadata(self) -> dict:
         meta: dict = {"arch": self.arch}
-        if self.report:
+        if "best_val" in self.report:
+            meta["best_val"] = self.report["best_val"]
+        if "widths" in self.report:
             meta["gemq"] = {"widths": self.report["widths"], "timings_s": self.report["timings"]}
         return meta
 
@@ -236,6 +268,13 @@ class GEMQModule(PretrainedMixin, pl.LightningModule):
                 "this module has no tokenizer; load a pretrained checkpoint (zoo.load(..., pretrained=True))"
             )
         return load_bpe(self.tokenizer_json)
+
+
+def _dropout_hook(p: float):
+    def hook(module, _args, output):
+        return torch.nn.functional.dropout(output, p, module.training)
+
+    return hook
 
 
 def _float32_to_fp16(module, state_dict, prefix, local_metadata) -> None:

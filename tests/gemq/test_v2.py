@@ -1,0 +1,173 @@
+"""Issue 32's v2 pieces on tiny inputs: disjoint slices, 10x calibration, held-out early stopping of the base, and
+the v2 evaluation (both architectures through the same API)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from zoo.gemq.data import (
+    HOLDOUT_EVERY,
+    WikiLMDataModule,
+    calibration_windows,
+    chunk,
+    offset_chunk,
+    v2_slice,
+    wiki_splits,
+)
+from zoo.gemq.model import MoEArch, build_moe_lm
+
+V1_CALIBRATION_TOKENS = 64 * 128  # v1: 64 random windows of 128 train tokens per seed
+
+
+def test_v2_slices_are_disjoint_articles_and_calibration_is_ten_times_v1():
+    from zoo.common.text import wikipedia_articles
+
+    slices = [v2_slice(i) for i in range(len(wikipedia_articles()))]
+    assert {s: slices.count(s) for s in set(slices)} == {"train": 74, "calibration": 10, "validation": 11, "test": 10}
+    assert all((s == "test") == (i % HOLDOUT_EVERY == 9) for i, s in enumerate(slices))  # v1's held-out articles
+    splits = wiki_splits(4096)
+    sizes = {name: getattr(splits, name).numel() for name in splits.SLICES}
+    assert sizes == {"train": 670749, "calibration": 115107, "validation": 53032, "test": 68911, "lee": 106957}
+    calibration = calibration_windows(splits.calibration, 640, 128, seed=0)
+    assert calibration.numel() == 81920 == 10 * V1_CALIBRATION_TOKENS
+    windows = chunk(splits.calibration, 128)
+    rows = {tuple(r) for r in windows.tolist()}
+    assert len({tuple(r) for r in calibration.tolist()}) == 640 and all(tuple(r) in rows for r in calibration.tolist())
+    assert torch.equal(calibration, calibration_windows(splits.calibration, 640, 128, seed=0))
+    assert not torch.equal(calibration, calibration_windows(splits.calibration, 640, 128, seed=1))
+    with pytest.raises(ValueError, match=r"calibration size must be in \[1, 899\]"):
+        calibration_windows(splits.calibration, 900, 128, seed=0)
+
+
+def test_random_offset_gives_a_new_window_grid_each_epoch():
+    assert offset_chunk(torch.arange(10), 3, 1).tolist() == [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    torch.manual_seed(0)
+    data = WikiLMDataModule(split="v2", random_offset=True, train_limit=8, batch_size=8)
+    data.setup("fit")
+    first = next(iter(data.train_dataloader()))[0]
+    second = next(iter(data.train_dataloader()))[0]
+    assert {tuple(r) for r in first.tolist()} <= {tuple(r) for r in data.train_sequences.tolist()}  # epoch 0: offset 0
+    assert not {tuple(r) for r in second.tolist()} & {tuple(r) for r in data.train_sequences.tolist()}
+    assert data.val_dataloader().dataset.tensors[0].shape == (128, 128)  # the validation slice, not the test slice
+    assert torch.equal(data.val_dataloader().dataset.tensors[0][0], chunk(wiki_splits(4096).validation, 128)[0])
+    with pytest.raises(ValueError, match="split must be 'v1' or 'v2'"):
+        WikiLMDataModule(split="v3")
+
+
+def test_pretraining_restores_the_best_validation_weights(tmp_path):
+    import lightning.pytorch as pl
+
+    from zoo.gemq.module import GEMQModule
+
+    class Scripted(GEMQModule):
+        """Validation NLL is scripted (best at the second run); the weights at each run are recorded."""
+
+        scripted = iter([3.0, 1.0, 2.0, 4.0])
+        snapshots: list = []
+
+        def validation_step(self, batch, batch_idx):
+            self.snapshots.append({k: v.detach().clone() for k, v in self.model.state_dict().items()})
+            self.log("val/nll", next(self.scripted), batch_size=1)
+
+    torch.manual_seed(0)
+    arch = MoEArch(hidden_size=16, num_layers=1, num_heads=2, num_experts=4, intermediate_size=16, dropout=0.1)
+    module = Scripted(arch=arch, lr=0.01, warmup_steps=1, restore_best=True, embed_dropout=0.1, source=None)
+    data = WikiLMDataModule(split="v2", train_limit=16, batch_size=4, val_sequences=2)
+    trainer = pl.Trainer(max_steps=8, val_check_interval=2, limit_val_batches=1, logger=False,
+                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                         num_sanity_val_steps=0, default_root_dir=tmp_path)  # fmt: skip
+    trainer.fit(module, datamodule=data)
+    assert module.val_history == [(2, 3.0), (4, 1.0), (6, 2.0), (8, 4.0)]
+    assert module.report["best_val"] == {"nll": 1.0, "ppl": pytest.approx(2.718281828), "step": 4}
+    restored = module.model.state_dict()
+    best, last = module.snapshots[1], module.snapshots[3]
+    assert any(not torch.equal(best[k], last[k]) for k in best)  # training moved the weights after step 4
+    assert all(torch.equal(restored[k], best[k].half().float()) for k in best)  # step 4's, rounded to fp16
+    with pytest.raises(ValueError, match="embed_dropout must be in"):
+        GEMQModule(arch=arch, embed_dropout=1.0)
+    with pytest.raises(ValueError, match="dropout must be in"):
+        MoEArch(dropout=-0.1)
+
+
+def _tiny(kind: str):
+    arch = MoEArch(kind=kind, vocab_size=64, hidden_size=16, num_layers=2, num_heads=2, num_experts=8,
+                   intermediate_size=32, shared_intermediate_size=32, max_seq_len=16)  # fmt: skip
+    torch.manual_seed(0)
+    model = build_moe_lm(arch).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2:
+                p.normal_(0.0, 0.3)
+    return model
+
+
+def _run(kind: str, seed: int = 0):
+    from zoo._eval import Run
+    from zoo.gemq.evaluate_v2 import build
+
+    protocol = build(kind).PROTOCOL
+    settings = protocol.resolve({"damps": [0.01, 0.1], "router_lrs": [0.01, 0.05], "router_max_steps": 4})
+    run = Run({}, protocol, seed, settings)
+    tokens = torch.randint(0, 64, (40, 16), generator=torch.Generator().manual_seed(seed))
+    run.cache.update(fp=_tiny(kind), calibration=tokens[:16], validation=tokens[16:24], test=tokens[24:32],
+                     ood=tokens[32:])  # fmt: skip
+    return run
+
+
+@pytest.mark.parametrize("kind", ["mixtral", "qwen2_moe"])
+def test_v2_evaluation_measures_every_kind_of_arm_on_both_architectures(kind):
+    from zoo.gemq.evaluate_v2 import build
+    from zoo.quant.moe.api import expert_widths
+
+    evaluation, run = build(kind), _run(kind)
+    keys = {"ppl", "accuracy", "routing_mismatch", "ood_ppl", "ood_routing_mismatch", "expert_bytes"}
+    fp16 = evaluation.measure("fp16", run)
+    assert set(fp16) == keys and fp16["routing_mismatch"] == 0.0
+    rtn = evaluation.measure("reference_rtn@2.5", run)
+    assert set(rtn) == keys and rtn["expert_bytes"] < fp16["expert_bytes"] / 2 and rtn["ppl"] != fp16["ppl"]
+    gemq = evaluation.measure("gemq@1.5", run)
+    assert gemq["damp"] in (0.01, 0.1) and set(gemq) == keys | {"damp", "val_nll"}
+    widths = torch.tensor(run.extras["widths"]["gemq@1.5"], dtype=torch.float)
+    assert widths.mean().item() == 1.5
+    tuned = evaluation.measure("gemq_router_ft@1.5", run)
+    assert tuned["router_lr"] in (0.01, 0.05) and tuned["damp"] == gemq["damp"] and tuned["val_nll"] <= gemq["val_nll"]
+    assert len(run.extras["router_ft"]["gemq_router_ft@1.5"]) == 2  # one early-stopped run per learning rate
+    assert expert_widths(run.cache[("quantized", "gemq", 1.5)][0])  # the cached gemq model was not changed in place
+    assert (
+        evaluation.measure("per_layer@2", run)["expert_bytes"] == evaluation.measure("uniform@2", run)["expert_bytes"]
+    )
+
+
+def test_v2_protocol_arms_claims_and_bad_arms():
+    from zoo._errors import ZooError
+    from zoo._eval import _check_tuning, summarise
+    from zoo.gemq.evaluate_v2 import BUDGETS, KINDS, PROTOCOL, arm_name, claims, measure
+
+    expected = {"fp16"} | {arm_name(k, b) for k in KINDS for b in BUDGETS}
+    assert set(PROTOCOL.arms) == expected and len(PROTOCOL.arms) == 16 and PROTOCOL.method == "gemq_router_ft@2.5"
+    tuning = {arm: vars(copy.copy(PROTOCOL.tuning[arm])) for arm in PROTOCOL.arms}
+    _check_tuning({"tuning": tuning, "method": PROTOCOL.method, "baselines": list(PROTOCOL.baselines)})
+    # five seeds: gemq 10 < per_layer 11 < uniform 12 on four, router ft 10 -> 8.9 (fp16 5: 22% of the gap)
+    per_seed = {"fp16": {str(s): {"ppl": 5.0 + 0.01 * s, "routing_mismatch": 0.0, "expert_bytes": 1600.0}
+                         for s in range(5)}}  # fmt: skip
+    for b in BUDGETS:
+        for kind, ppl in (("gemq", 10.0), ("per_layer", 11.0), ("uniform", 12.0), ("gemq_router_ft", 8.9),
+                          ("reference_rtn", 20.0)):  # fmt: skip
+            per_seed[arm_name(kind, b)] = {
+                str(s): {"ppl": ppl + (2.5 if kind == "per_layer" and s == 4 else 0.0) + 0.01 * s,
+                         "routing_mismatch": 0.3 if kind == "gemq_router_ft" else 0.4 + 0.001 * s,
+                         "expert_bytes": 275.0}
+                for s in range(5)
+            }  # fmt: skip
+    result = {"per_seed": per_seed, "arms": {a: summarise(runs) for a, runs in per_seed.items()}}
+    found = {c.id: c for c in claims(result)}
+    assert found["ordering@2.5"].value == 0.8 and found["ordering@2.5"].holds
+    assert found["router_ft_recovers_gap@2"].value == pytest.approx(0.22) and found["router_ft_recovers_gap@2"].holds
+    assert found["gemq_router_ft@1.5_beats_gemq@1.5_routing_mismatch"].holds
+    assert found["gemq_router_ft@2.5_beats_reference_rtn@2.5_ppl"].versus == "reference_rtn@2.5"
+    assert found["packed_experts@2.5"].value == pytest.approx(275 / 1600) and found["packed_experts@2.5"].holds
+    with pytest.raises(ZooError, match="unknown arm 'gemq@'"):
+        measure("gemq@", _run("mixtral"))
