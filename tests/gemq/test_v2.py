@@ -171,3 +171,36 @@ def test_v2_protocol_arms_claims_and_bad_arms():
     assert found["packed_experts@2.5"].value == pytest.approx(275 / 1600) and found["packed_experts@2.5"].holds
     with pytest.raises(ZooError, match="unknown arm 'gemq@'"):
         measure("gemq@", _run("mixtral"))
+
+
+def test_zoo_eval_of_the_v2_protocol_validates_end_to_end(monkeypatch):
+    """``run_eval`` on the v2 protocol (one seed, tiny model standing in for the unpublished base): every arm and
+    metric the acceptance names, the claims, the tuning record and the reference arm pass the harness's checks."""
+    from types import SimpleNamespace
+
+    import zoo._eval as harness
+    import zoo.gemq.evaluate_v2 as v2
+
+    def tiny_shared(run, fp_name):
+        if "fp" not in run.cache:
+            tokens = torch.randint(0, 64, (40, 16), generator=torch.Generator().manual_seed(run.seed))
+            run.cache.update(fp=_tiny("mixtral"), calibration=tokens[:16], validation=tokens[16:24],
+                             test=tokens[24:32], ood=tokens[32:])  # fmt: skip
+        return original(run, fp_name)
+
+    original = v2._shared
+    monkeypatch.setattr(v2, "_shared", tiny_shared)
+    monkeypatch.setattr(harness, "paper_module", lambda name: v2)
+    monkeypatch.setattr(harness, "paper_arms", lambda name: {})
+    monkeypatch.setattr(harness, "get_entry", lambda name: SimpleNamespace(name=name))
+    overrides = ["damps=0.01", "router_lrs=0.05", "router_max_steps=2"]
+    result = harness.run_eval("gemq.wiki2_mixtral_fp", seeds=[0], overrides=overrides)
+    assert set(result["arms"]) == set(v2.PROTOCOL.arms)
+    for arm, metrics in result["arms"].items():
+        assert {"ppl", "ppl_std", "routing_mismatch", "expert_bytes", "ood_ppl"} <= set(metrics), arm
+    ids = {claim["id"] for claim in result["claims"]}
+    assert {f"ordering@{b:g}" for b in v2.BUDGETS} | {"packed_experts@2.5", "router_ft_recovers_gap@1.5"} <= ids
+    assert (
+        result["settings"]["tuning"]["per_layer@2"]["trials"]
+        == result["settings"]["tuning"]["gemq_router_ft@2.5"]["trials"]
+    )

@@ -21,7 +21,8 @@ validation slice (GPTQ dampening, router learning rate and router early stopping
 * ``gemq@B``: GPTQ, GEMQ's global ILP on gradient-weighted errors (c2c3), no router fine-tuning;
 * ``gemq_router_ft@B``: ``gemq@B`` plus router alignment (:mod:`zoo.gemq.alignment`): routing KL against the fp
   model, AdamW, learning rate from ``router_lrs`` and steps by early stopping (validation NLL, evaluated every 20
-  steps, patience 4, at most ``router_max_steps`` = 200), best validation state restored;
+  steps, patience 4, at most ``router_max_steps`` = 200; ``--set router_criterion=route_kl`` stops on the
+  validation routing KL instead), best validation state restored;
 * ``fp16``: the unquantized model (the ceiling).
 
 Tuning, all on the validation slice and per seed: every GPTQ arm (uniform, per_layer, gemq; gemq_router_ft starts
@@ -103,6 +104,9 @@ def make_protocol(arch: str) -> Protocol:
             "val_sequences": Setting(64, "validation windows: GPTQ dampening, router lr and early stopping", minimum=1),
             "damps": Setting(list(DAMPS), "GPTQ dampening grid of every GPTQ arm (chosen on validation)"),
             "router_lrs": Setting(list(ROUTER_LRS), "router alignment learning-rate grid (chosen on validation)"),
+            "router_criterion": Setting(
+                "nll", "router early-stopping criterion on validation", choices=("nll", "route_kl")
+            ),
             "router_max_steps": Setting(
                 ROUTER_MAX_STEPS, "most router alignment steps (early stopping decides)", minimum=0
             ),
@@ -249,13 +253,13 @@ def measure_arm(arm: str, run, fp_name: str) -> dict[str, float]:
 
         base, chosen = quantized("gemq", budget, run, shared)
         model = copy.deepcopy(base)
-        config = RouterFTConfig(max_steps=run.settings["router_max_steps"])
+        config = RouterFTConfig(max_steps=run.settings["router_max_steps"], criterion=run.settings["router_criterion"])
         report, reports = select_router_ft(
             model, shared["fp"], shared["calibration"], shared["validation"], run.settings["router_lrs"], config,
             seed=run.seed,
         )  # fmt: skip
         chosen = {**chosen, "router_lr": report.config.lr, "router_steps": float(report.best_step),
-                  "val_nll": report.best}  # fmt: skip
+                  f"val_{config.criterion}": report.best}  # fmt: skip
         run.extras.setdefault("router_ft", {})[arm] = [
             {"lr": r.config.lr, "best_step": r.best_step, "history": r.history} for r in reports
         ]
