@@ -3,10 +3,11 @@ on the single- and multi-domain validation questions, its spikes per answer, its
 spiked slots whose inserted block holds the slot's gold document) and its EM with and without the gold document
 there; the same for single_shot (gold among the question's documents); oracle EM (the gold documents of the first 3
 slots in context, no retrieval). Retrieval or copying: which one limits the gates. Validation questions only; the
-test split is never read. ``--n-single`` other than 30 draws other multi-domain questions than tune.py's set.
+test split is never read. The questions are the declared validation set's (zoo.prefetch_rag.data: 30 single- and
+60 multi-domain; smaller counts give a prefix of each part).
 
     flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/prefetch_rag_headroom_diag.py
-        runs/prefetch_rag.countries/pretrained [--n-single 30 --n-multi 20 --keep 1 2]
+        runs/prefetch_rag.countries/pretrained [--n-single 30 --n-multi 60 --keep 1 2]
 
 Loads checkpoints from before the ``keep_blocks`` buffer too (missing keys: the buffer's default).
 """
@@ -51,9 +52,9 @@ def main() -> None:
     import torch
 
     from zoo.prefetch_rag import corpus as C
+    from zoo.prefetch_rag.data import VAL_MULTI, VAL_SINGLE, validation_questions
     from zoo.prefetch_rag.index import TextEncoder, build_retriever
     from zoo.prefetch_rag.scoring import oracle_em, run_arm
-    from zoo.prefetch_rag.tune import VAL_MULTI, VAL_SINGLE, validation_questions
 
     parser = argparse.ArgumentParser()
     parser.add_argument("folder")

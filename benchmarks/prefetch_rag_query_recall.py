@@ -1,6 +1,7 @@
 """Retrieval-only diagnostic (no LM decoding; seconds): recall@3 of the gold fact document for the active arms' text
 query (last N tokens of question + answer up to the slot, with the reference values before it, i.e. what an LM that
-answered every earlier slot right would see) vs single_shot's question query, on the 30 + 20 validation questions.
+answered every earlier slot right would see) vs single_shot's question query, on the declared validation set
+(30 + 60 questions since 2026-12-03; the numbers below are on the earlier 30 + 20).
 
     flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/prefetch_rag_query_recall.py [FOLDER]   # ~30 s CPU
 
@@ -18,9 +19,9 @@ import torch
 
 from zoo.common.text import load_bpe
 from zoo.prefetch_rag import corpus as C
+from zoo.prefetch_rag.data import validation_questions
 from zoo.prefetch_rag.index import TextEncoder, build_retriever
 from zoo.prefetch_rag.lm import Tokens
-from zoo.prefetch_rag.tune import validation_questions
 
 torch.set_num_threads(1)
 folder = sys.argv[1] if len(sys.argv) > 1 else "runs/prefetch_rag.countries/pretrained"

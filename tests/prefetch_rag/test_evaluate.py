@@ -5,8 +5,11 @@ from types import SimpleNamespace
 from zoo.prefetch_rag import evaluate as E
 
 
-def _run(seed=0):
-    return SimpleNamespace(seed=seed, settings={"n_single": 2}, retrain=False, weights=None, cache={}, extras={})
+def _run(seed=0, recipe="prefetch_rag/countries"):
+    entry = SimpleNamespace(pretrained_cfg=SimpleNamespace(recipe=recipe))
+    return SimpleNamespace(
+        seed=seed, settings={"n_single": 2}, retrain=False, weights=None, cache={}, extras={}, entry=lambda arm: entry
+    )
 
 
 def test_seed_pieces_are_stored_and_read_back(monkeypatch, tmp_path):
@@ -29,6 +32,17 @@ def test_seed_pieces_are_stored_and_read_back(monkeypatch, tmp_path):
     monkeypatch.delenv(E.CACHE_ENV)
     E.measure("prefetch", _run())
     assert calls == [0, 1, 0]  # no cache folder: decoded again
+
+
+def test_seed_pieces_are_keyed_on_the_entry_recipe_text(monkeypatch, tmp_path):
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("trainer: {max_steps: 600}\n")
+    monkeypatch.setenv(E.CACHE_ENV, str(tmp_path / "pieces"))
+    first = E._piece(_run(recipe=str(recipe)))
+    assert first == E._piece(_run(recipe=str(recipe)))
+    assert first != E._piece(_run())  # another recipe file
+    recipe.write_text("trainer: {max_steps: 700}\n")
+    assert first != E._piece(_run(recipe=str(recipe)))  # same file, changed text
 
 
 def test_seed_fits_are_stored_and_loaded(monkeypatch, tmp_path):

@@ -129,16 +129,3 @@ def test_question_shapes():
     assert not set(C.country_split()["test"]) & set(C.country_split()["lm"] + C.country_split()["val"])
     with pytest.raises(ValueError, match="^n_slots"):
         C.make_question(countries[0], random.Random(0), "test", n_slots=0)
-
-
-def test_validation_set_grows_without_changing_its_first_questions():
-    pytest.importorskip("countryinfo")
-    from zoo.prefetch_rag import corpus as C
-    from zoo.prefetch_rag.tune import VAL_MULTI, VAL_SINGLE, validation_questions
-
-    full = validation_questions()
-    assert (VAL_SINGLE, VAL_MULTI) == (30, 20)
-    assert sum(q.multi for q in full) == 20 and len(full) == 50
-    old = C.question_set("val", 30, 10, seed=1)  # the 40 questions of the earlier sessions
-    assert full[:40] == old
-    assert not {s.country for q in full for s in q.slots} - set(C.country_split()["val"])

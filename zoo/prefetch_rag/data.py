@@ -1,4 +1,24 @@
-"""PrefetchRAGDataModule: the BPE, the knowledge-base index, the LM's training sequences and the question sets."""
+"""PrefetchRAGDataModule: the BPE, the knowledge-base index, the LM's training sequences and the question sets.
+
+Validation questions (issue 20). Every validation question is about the ``val`` countries with the ``val`` lead-ins:
+the LM trained on the ``lm`` countries and the heads on the ``heads`` countries, both with the ``train`` lead-ins, and
+the test questions (``zoo.prefetch_rag.evaluate.test_questions``) are about the ``test`` countries with the ``test``
+lead-ins, so a validation question shares neither its countries nor its lead-ins with training or test. Two sets:
+
+* :func:`selection_questions`: where the recipe's stage 2 chooses theta and ``keep_blocks`` (30 single- and 20
+  multi-domain questions of the seed-1 stream, unchanged since the recipe run of 2026-12-02 10:07).
+* :func:`validation_questions`: the declared validation set on which the headroom gates are read and
+  ``zoo.prefetch_rag.tune`` tunes the asynchronous arms: the same 30 single-domain questions and 60 multi-domain
+  questions drawn with a fresh seed (``VAL_MULTI_SEED``, never drawn before).
+
+Why 60 (the lead's decision, declared before any run on this set; the thresholds are unchanged): gate 2
+(``sync_active``'s ``em_multi`` at least 10 points above ``single_shot``'s) was read on 20 multi-domain questions,
+80 slots, where one slot moves ``em_multi`` by 1.25 points and one question by 5 points, and the binomial standard
+error of the difference between the two arms is about 7 points. The 10:07 run measured +8.75, one slot short of +10,
+far inside that noise. On 60 questions (240 slots) a slot is 0.42 points and the standard error about 4 points.
+The fresh seed keeps the gate's multi-domain questions out of the stage-2 choice (they are not the selection set's),
+so the choice of theta and ``keep_blocks`` cannot flatter the gate.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +30,35 @@ from torch.utils.data import DataLoader, Dataset
 
 from zoo.prefetch_rag import corpus as C
 from zoo.prefetch_rag.lm import Tokens, collate, tokenizer_texts, training_sequence
+
+VAL_SINGLE, VAL_MULTI = 30, 60  # the declared validation set (module docstring)
+VAL_SEED = 1  # its single-domain questions: the first 30 of the seed-1 stream, as in every earlier session
+VAL_MULTI_SEED = 2  # its multi-domain questions: a stream no earlier set was drawn from
+SELECTION_SEED = 1  # stage 2's selection set: the seed-1 stream (single-domain first, then multi-domain)
+
+
+def validation_questions(n_single: int = VAL_SINGLE, n_multi: int = VAL_MULTI) -> list[C.Question]:
+    """The declared validation set: ``n_single`` single-domain then ``n_multi`` multi-domain questions.
+
+    The two parts come from separate streams, so a smaller ``n_single`` or ``n_multi`` gives a prefix of its part.
+
+    Args:
+        n_single: Single-domain questions (the first of the seed-1 stream).
+        n_multi: Multi-domain questions (the first of the ``VAL_MULTI_SEED`` stream).
+    """
+    single = C.question_set("val", n_single, 0, seed=VAL_SEED)
+    return single + C.question_set("val", 0, n_multi, seed=VAL_MULTI_SEED)
+
+
+def selection_questions(n_single: int, n_multi: int) -> list[C.Question]:
+    """Stage 2's questions for the choice of theta and ``keep_blocks`` (the recipe's ``val_single`` /
+    ``val_multi``): one seed-1 stream, so a different ``n_single`` draws other multi-domain questions.
+
+    Args:
+        n_single: Single-domain questions (the same as :func:`validation_questions`' for the same count).
+        n_multi: Multi-domain questions.
+    """
+    return C.question_set("val", n_single, n_multi, seed=SELECTION_SEED)
 
 
 class _Sequences(Dataset):

@@ -29,6 +29,7 @@ import os
 from pathlib import Path
 
 from zoo._eval import Claim, Protocol, Setting, Tuning, beats, piece_file
+from zoo.prefetch_rag import data as D
 from zoo.prefetch_rag import tune as T
 
 METHOD = "prefetch"
@@ -45,7 +46,7 @@ def _tunings() -> dict[str, Tuning]:
     record = T.load()
     arms = record.get("arms", {})
     theta = record.get("theta_choice") or {}
-    note = f"{T.VAL_SINGLE} + {T.VAL_MULTI} validation questions (val countries, val lead-ins); "
+    note = f"{D.VAL_SINGLE} + {D.VAL_MULTI} validation questions (val countries, val lead-ins); "
     rule = "lowest latency with EM within 1 point of sync_active; chosen: "
     trials = theta.get("trials", [])
     grid = {"theta": sorted({t["theta"] for t in trials}) or [0.5, 1.0, 1.5, 2.0]}
@@ -57,7 +58,9 @@ def _tunings() -> dict[str, Tuning]:
             "validation",
             grid,
             len(trials) or T.TRIALS,
-            note + "recipe stage 2, highest EM then lowest latency; " + chosen,
+            "the recipe's selection questions (val_single + val_multi, val countries, val lead-ins; "
+            "zoo.prefetch_rag.data.selection_questions); "
+            "recipe stage 2, highest EM then lowest latency; " + chosen,
         )
     }
     for arm, grid in T.GRIDS.items():
@@ -156,15 +159,19 @@ def _all_arms(run) -> dict[str, dict]:
 
 
 def _piece(run) -> Path | None:
-    """Where ``ZOO_PREFETCH_RAG_EVAL_CACHE`` keeps one seed's arms, keyed by everything that decides them."""
+    """Where ``ZOO_PREFETCH_RAG_EVAL_CACHE`` keeps one seed's arms, keyed by everything that decides them: the seed,
+    the settings, the text of the recipe the method's entry names (so a changed recipe never reads a stale piece),
+    the pins, ``tuning.json``, ``--retrain`` and the files of ``--weights``."""
 
     def key():
+        from zoo._hub import pinned_files
         from zoo._recipes import resolve_recipe
         from zoo.prefetch_rag import _SHA256
 
-        recipe = Path(resolve_recipe("prefetch_rag/countries")).read_text()
+        recipe = Path(resolve_recipe(run.entry(METHOD).pretrained_cfg.recipe)).read_text()
         tuning = T.TUNING_FILE.read_text() if T.TUNING_FILE.is_file() else ""
-        return [run.seed, run.settings, recipe, _SHA256, tuning, run.retrain, str(run.weights)]
+        weights = [str(run.weights), pinned_files(run.weights)] if run.weights is not None else None
+        return [run.seed, run.settings, recipe, _SHA256, tuning, run.retrain, weights]
 
     return piece_file(CACHE_ENV, f"seed{run.seed}", key)
 

@@ -36,10 +36,11 @@ Reconstruction choices and deviations (R):
   the first recipe run with true values memorised the 97 training countries and copied nothing (validation EM
   3%, with the gold documents in context too). At test time the facts are true and the countries unseen.
   Stage 2 (``on_train_end``, LM frozen): (a) theta and the decoder's ``keep_blocks`` rule (see
-  :mod:`zoo.prefetch_rag.decoder`) are chosen jointly on the validation questions (30 single- and 20 multi-domain
-  questions about the ``val`` countries with val lead-ins) over ``theta_grid`` x ``keep_grid`` by the synchronous
-  baseline: the highest EM, ties within 1 point broken by the lowest latency (``keep_blocks`` then holds for every
-  arm); (b) the synchronous baseline at that choice runs over the
+  :mod:`zoo.prefetch_rag.decoder`) are chosen jointly on the selection questions (30 single- and 20 multi-domain
+  questions about the ``val`` countries with val lead-ins; the headroom gates are read on the declared validation
+  set, whose 60 multi-domain questions are other ones: :mod:`zoo.prefetch_rag.data`) over ``theta_grid`` x
+  ``keep_grid`` by the synchronous baseline: the highest EM, ties within 1 point broken by the lowest latency
+  (``keep_blocks`` then holds for every arm); (b) the synchronous baseline at that choice runs over the
   ``heads`` questions (countries the LM never saw, train lead-ins) and its spikes label every position (spike in
   (t, t + k]); (c) predictor and query head train on those positions (Adam, ``head_epochs``).
 * Decoding protocol, spike definition, prefetch use at a spike, re-ranking of ``candidates`` and the fallback:
@@ -89,8 +90,8 @@ class PrefetchRAGModule(PretrainedMixin, pl.LightningModule):
         theta_grid: Entropy thresholds tried on validation in stage 2 (empty: keep ``hyper.theta``).
         keep_grid: Values of ``hyper.keep_blocks`` tried with every theta in stage 2 (empty: keep
             ``hyper.keep_blocks``); the (theta, keep_blocks) pair is chosen jointly.
-        val_single: Single-domain validation questions for that choice.
-        val_multi: Multi-domain validation questions for that choice.
+        val_single: Single-domain selection questions for that choice (``data.selection_questions``).
+        val_multi: Multi-domain selection questions for that choice.
         head_epochs: Epochs of the predictor / query-head training.
         head_lr: Their Adam learning rate.
         predictor_hidden: Predictor hidden width.
@@ -235,8 +236,8 @@ class PrefetchRAGModule(PretrainedMixin, pl.LightningModule):
     def fit_stage2(self, retriever, heads_questions, encoder=None) -> dict:
         """Choose theta on validation, label the heads' questions with the sync baseline, train the heads."""
         from zoo.prefetch_rag import corpus as C
+        from zoo.prefetch_rag.data import selection_questions
         from zoo.prefetch_rag.index import TextEncoder
-        from zoo.prefetch_rag.tune import validation_questions
 
         torch.set_num_threads(1)  # one-token forwards: a second thread only adds contention on 2 shared cores
         start = time.perf_counter()
@@ -244,7 +245,7 @@ class PrefetchRAGModule(PretrainedMixin, pl.LightningModule):
         self.lm.eval()
         self.lm.requires_grad_(False)
         if self.hparams.theta_grid:
-            val = validation_questions(self.hparams.val_single, self.hparams.val_multi)
+            val = selection_questions(self.hparams.val_single, self.hparams.val_multi)
             record = self.choose_theta(retriever, val, encoder)
             self.theta.fill_(record["theta"])
             self.keep_blocks.fill_(record["keep_blocks"])

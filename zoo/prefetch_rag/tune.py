@@ -1,12 +1,13 @@
 """Validation tuning of the asynchronous arms (``python -m zoo.prefetch_rag.tune [FOLDER] [--headroom]``; writes
-``tuning.json``; ``--headroom`` only prints the validation headroom check).
+``tuning.json``; ``--headroom`` only checks the headroom gates, exit status 1 when one fails).
 
-Every tuned arm gets the same number of trials (:data:`TRIALS`) on the validation questions (``val`` countries,
+Every tuned arm gets the same number of trials (:data:`TRIALS`) on the declared validation set
+(:func:`zoo.prefetch_rag.data.validation_questions`: 30 single- and 60 multi-domain questions, ``val`` countries,
 ``val`` lead-ins: neither the LM nor the heads trained on them; test questions are never used):
 
 * ``sync_active``: theta (jointly with the decoder's ``keep_blocks`` rule, which every arm then uses), chosen inside
-  the recipe (stage 2, :meth:`PrefetchRAGModule.choose_theta`: highest EM, ties within 1 point broken by the lowest
-  latency); the record is read from the checkpoint's metadata.
+  the recipe on its selection questions (stage 2, :meth:`PrefetchRAGModule.choose_theta`: highest EM, ties within
+  1 point broken by the lowest latency); the record is read from the checkpoint's metadata.
 * ``telerag``: its retrieval interval; ``piperag``: its staleness; ``prefetch``: (tau, delta, rho, alpha) configs.
 
 Rule for the asynchronous arms: the lowest simulated latency among the trials whose validation EM is at most
@@ -20,9 +21,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 TUNING_FILE = Path(__file__).with_name("tuning.json")
-# the same validation set as stage 2's theta choice; 20 multi-domain questions (80 slots) so that the em_multi
-# headroom gate is not decided by one question (10 until session 2026-12-02 09:20; the first 10 are unchanged)
-VAL_SINGLE, VAL_MULTI, VAL_SEED = 30, 20, 1
+# the headroom gates on validation (issue 20): sync_active's EM over no_retrieval's, its em_multi over single_shot's
+HEADROOM_EM, HEADROOM_EM_MULTI = 0.20, 0.10
 GRIDS: dict[str, list[dict]] = {
     "telerag": [{"interval": v} for v in (8, 12, 16, 24)],
     "piperag": [{"staleness": v} for v in (4, 8, 12, 16)],
@@ -37,14 +37,6 @@ TRIALS = 4
 EM_TOLERANCE = 0.01
 
 
-def validation_questions(n_single: int = VAL_SINGLE, n_multi: int = VAL_MULTI):
-    """The validation questions (``val`` countries, val lead-ins). With the same ``n_single``, a smaller
-    ``n_multi`` gives a prefix; a different ``n_single`` draws other multi-domain questions (one random stream)."""
-    from zoo.prefetch_rag import corpus as C
-
-    return C.question_set("val", n_single, n_multi, seed=VAL_SEED)
-
-
 def choose(trials: list[dict], reference_em: float) -> dict:
     """The lowest-latency trial within ``EM_TOLERANCE`` of ``reference_em`` (else the highest-EM trial)."""
     ok = [t for t in trials if t["em"] >= reference_em - EM_TOLERANCE]
@@ -56,6 +48,7 @@ def choose(trials: list[dict], reference_em: float) -> dict:
 def tune(module, retriever, encoder=None, headroom_only: bool = False) -> dict:
     """Run every trial on the validation questions with ``module`` (the published checkpoint); with
     ``headroom_only`` stop after the headroom check (sync_active against no_retrieval and single_shot)."""
+    from zoo.prefetch_rag.data import validation_questions
     from zoo.prefetch_rag.decoder import Hyper
     from zoo.prefetch_rag.index import TextEncoder
     from zoo.prefetch_rag.scoring import run_arm
@@ -91,6 +84,21 @@ def tune(module, retriever, encoder=None, headroom_only: bool = False) -> dict:
     return record
 
 
+def headroom_gates(record: dict) -> dict:
+    """The two headroom gates of :func:`tune`'s record: the gaps, and whether both reach their thresholds.
+
+    The gaps are differences of slot counts over the same slots; they are rounded to 9 digits before the comparison
+    so that a gap of exactly the threshold (e.g. 0.35 - 0.25) is not lost to float rounding.
+    """
+    refs = record["references"]
+    gaps = {
+        "headroom_em": record["sync_active"]["em_single"] - refs["no_retrieval"]["em"],
+        "headroom_em_multi": record["sync_active"]["em_multi"] - refs["single_shot"]["em_multi"],
+    }
+    hold = round(gaps["headroom_em"], 9) >= HEADROOM_EM and round(gaps["headroom_em_multi"], 9) >= HEADROOM_EM_MULTI
+    return {**gaps, "thresholds": [HEADROOM_EM, HEADROOM_EM_MULTI], "hold": hold}
+
+
 def chosen_hyper(base, record: dict | None = None):
     """``base`` (a Hyper) with every arm's tuned values: prefetch's (tau, delta, rho, alpha), TeleRAG's interval and
     PipeRAG's staleness (the arms read disjoint fields)."""
@@ -123,14 +131,15 @@ def main() -> None:
         module = zoo.load("prefetch_rag", pretrained=True)
     record = tune(module, build_retriever(), headroom_only="--headroom" in sys.argv)
     if "--headroom" in sys.argv:  # a check, not a tuning: tuning.json is left alone
-        refs = record["references"]
-        gates = {
-            "headroom_em": record["sync_active"]["em_single"] - refs["no_retrieval"]["em"],
-            "headroom_em_multi": record["sync_active"]["em_multi"] - refs["single_shot"]["em_multi"],
-        }
-        hold = gates["headroom_em"] >= 0.20 and gates["headroom_em_multi"] >= 0.10
-        summary = {"theta": record["theta"], "keep_blocks": record["keep_blocks"], "gates_hold": hold}
-        print(json.dumps({**summary, "sync_active": record["sync_active"], "references": refs, "gates": gates}))
+        from zoo.prefetch_rag import data as D
+
+        gates = headroom_gates(record)
+        questions = {"n_single": D.VAL_SINGLE, "n_multi": D.VAL_MULTI, "multi_seed": D.VAL_MULTI_SEED}
+        summary = {"theta": record["theta"], "keep_blocks": record["keep_blocks"], "gates_hold": gates["hold"]}
+        print(json.dumps({**summary, "questions": questions, "sync_active": record["sync_active"],
+                          "references": record["references"], "gates": gates}))  # fmt: skip
+        if not gates["hold"]:
+            raise SystemExit("prefetch_rag: a validation headroom gate fails (numbers above)")
         return
     TUNING_FILE.write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps({arm: r["best"] for arm, r in record["arms"].items()}))

@@ -1,0 +1,79 @@
+"""The question sets: the test split never changes, the declared validation set is what issue 20's decision says."""
+
+import hashlib
+import json
+from dataclasses import asdict
+
+import pytest
+
+pytest.importorskip("countryinfo")
+
+from zoo.prefetch_rag import corpus as C  # noqa: E402
+from zoo.prefetch_rag import data as D  # noqa: E402
+
+# sha256 of the questions as JSON, computed before the validation set grew to 60 multi-domain questions (2026-12-03)
+TEST_SPLIT_SHA256 = "8cb0e20b73937459545c5269c5f80acfe69d9846d5488e2c12d9c897746c496f"  # test_questions(100, 50)
+SELECTION_SHA256 = "463866839dd1e55ed4e2a5e320fe8ec2bdf2fee971b05c058dfd341e5d089758"  # stage 2's 30 + 20
+# the declared validation set (30 + 60), pinned when it was declared, before any run on it
+DECLARED_SHA256 = "0e1cabac7ec005e61826c076de4262d687140b0c31a788fa5c2c87cce5d379e8"
+
+
+def _digest(questions) -> str:
+    return hashlib.sha256(json.dumps([asdict(q) for q in questions]).encode()).hexdigest()
+
+
+def test_test_questions_are_unchanged():
+    from zoo.prefetch_rag.evaluate import PROTOCOL, test_questions
+
+    n_single, n_multi = PROTOCOL.settings["n_single"].default, PROTOCOL.settings["n_multi"].default
+    assert (n_single, n_multi) == (100, 50)
+    assert _digest(test_questions(n_single, n_multi)) == TEST_SPLIT_SHA256
+
+
+def test_stage2_selection_set_is_the_one_theta_was_chosen_on():
+    selection = D.selection_questions(30, 20)
+    assert _digest(selection) == SELECTION_SHA256
+    assert selection[:40] == C.question_set("val", 30, 10, seed=1)  # the 30 + 10 of the earliest sessions
+
+
+def test_declared_validation_set():
+    full = D.validation_questions()
+    single, multi = full[: D.VAL_SINGLE], full[D.VAL_SINGLE :]
+    assert (len(single), len(multi)) == (30, 60)
+    assert not any(q.multi for q in single) and all(q.multi for q in multi)
+    assert single == D.selection_questions(30, 20)[:30]  # the single-domain questions did not change
+    assert D.validation_questions(30, 20) == full[:50] and D.validation_questions(10, 0) == full[:10]  # prefixes
+    # fresh: none of the 60 is one of the 20 multi-domain questions stage 2 chose theta and keep_blocks on
+    assert not set(multi) & set(D.selection_questions(30, 20)[30:])
+    assert len(set(multi)) == 60
+    assert _digest(full) == DECLARED_SHA256
+
+
+def test_validation_questions_share_nothing_with_training_or_test():
+    split = C.country_split()
+    questions = D.validation_questions() + D.selection_questions(30, 20)
+    countries = {s.country for q in questions for s in q.slots}
+    assert countries <= set(split["val"])
+    assert not countries & set(split["lm"] + split["heads"] + split["test"])
+    lead_ins = {seg.text for q in questions for seg, slot in zip(q.segments[1:], q.segments[2:]) if slot.is_slot}
+    val_pool = {t for pools in C.LEAD_INS.values() for t in pools["val"] + pools["val_short"]}
+    other = {
+        t for pools in C.LEAD_INS.values() for k in ("train", "train_short", "test", "test_short") for t in pools[k]
+    }
+    assert len(lead_ins) > 5 and lead_ins <= val_pool and not lead_ins & other
+
+
+def test_headroom_gates_hold_at_their_thresholds_and_fail_one_slot_below():
+    from zoo.prefetch_rag.tune import headroom_gates
+
+    def record(em_multi_sync, em_multi_single):
+        return {
+            "sync_active": {"em_single": 0.433, "em_multi": em_multi_sync},
+            "references": {"no_retrieval": {"em": 0.0}, "single_shot": {"em_multi": em_multi_single}},
+        }
+
+    assert 0.35 - 0.25 < 0.10  # float rounding: a gap of exactly 24 of 240 slots must still hold
+    assert headroom_gates(record(0.35, 0.25))["hold"]
+    below = headroom_gates(record(0.35, 0.25 + 1 / 240))
+    assert not below["hold"] and below["headroom_em_multi"] == pytest.approx(0.1 - 1 / 240)
+    assert not headroom_gates({**record(0.6, 0.2), "sync_active": {"em_single": 0.19, "em_multi": 0.6}})["hold"]
