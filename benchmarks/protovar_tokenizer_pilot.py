@@ -1,9 +1,11 @@
 """Pilot of ProtoVAR's tokenizer with the dead-code restart (issue 22): fit, then validation MSE and codebook usage.
 
-Each variant is ``zoo fit`` on ``recipes/protovar/tokenizer_restart.yaml`` (the published tokenizer's recipe with a
-restart that fires) plus its overrides, into ``runs/protovar-pilot/<variant>``; the export is then scored on the
-5,000 validation images (reconstruction MSE in [0, 1] units on the 28x28 crop, the fraction of the 256 codes used
-at any scale, and per scale). ``published`` scores the published tokenizer (no fit). The test split is not read.
+Each variant is ``zoo fit`` on ``recipes/protovar/tokenizer.yaml`` (the restart that fires; the pilot ran it as
+``tokenizer_restart.yaml`` before it became the tokenizer's recipe) plus its overrides, into
+``runs/protovar-pilot/<variant>``; the export is then scored on the 5,000 validation images (reconstruction MSE in
+[0, 1] units on the 28x28 crop, the fraction of the 256 codes used at any scale, and per scale). ``published``
+scores the published tokenizer (no fit); ``old_threshold`` refits the first published tokenizer's recipe (restart
+threshold 0.01, which never fired). The test split is not read.
 Results are appended to ``runs/protovar-pilot/results.jsonl``. A variant is skipped when the previous fit's wall
 time says it would end after ``--budget`` seconds.
 
@@ -19,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-RECIPE = "recipes/protovar/tokenizer_restart.yaml"
+RECIPE = "recipes/protovar/tokenizer.yaml"
 ROOT = Path("runs/protovar-pilot")
 VARIANTS = {
     "short": ["--trainer.max_steps=40"],  # a timing piece: 40 of the 312 steps
@@ -27,7 +29,7 @@ VARIANTS = {
     "restart_every10": ["--model.init_args.restart_every=10"],
     "threshold_0.25": ["--model.init_args.dead_threshold=0.25"],
     "two_epochs": ["--trainer.max_epochs=2"],
-    "old_threshold": ["--model.init_args.dead_threshold=0.01"],  # = recipes/protovar/tokenizer.yaml
+    "old_threshold": ["--model.init_args.dead_threshold=0.01"],  # the first published tokenizer
     "seed1": ["--seed_everything=1", "--model.init_args.seed=1", "--data.init_args.seed=1"],
 }
 #: ``var``: the VAR recipe (recipes/protovar/var.yaml) on the tokenizer of the ``restart`` variant, scored by its

@@ -19,17 +19,22 @@ def _card(name: str) -> dict:
 
 @pytest.fixture(scope="module")
 def tokenizer_scores():
-    return score_pretrained(zoo.load("protovar.tokenizer", pretrained=True), limit=2000)
+    # All 10,000 test images (~7 s on one thread), as the card: codebook usage grows with the number of images
+    # (the first tokenizer: 25.8% on 2,000, 30.5% on 10,000), so a slice would not be the card's quantity.
+    return score_pretrained(zoo.load("protovar.tokenizer", pretrained=True))
 
 
 def test_tokenizer_reconstructs_test_images(tokenizer_scores):
+    card = _card("protovar.tokenizer")
     assert tokenizer_scores["recon_mse"] < 0.02, tokenizer_scores  # [0, 1] units, 28x28
-    assert tokenizer_scores["recon_mse"] == pytest.approx(_card("protovar.tokenizer")["recon_mse"], abs=0.003)
-    assert tokenizer_scores["codebook_usage"] == pytest.approx(_card("protovar.tokenizer")["codebook_usage"], abs=0.05)
+    assert tokenizer_scores["recon_mse"] == pytest.approx(card["recon_mse"], abs=0.001)
+    # the same images as the card: only a nearest-code tie broken otherwise (another thread count) moves a code
+    assert tokenizer_scores["codebook_usage"] == pytest.approx(card["codebook_usage"], abs=2 / 256)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 asks >= 50% codebook usage; the published tokenizer uses 30.5% (card)")
 def test_tokenizer_uses_half_its_codebook(tokenizer_scores):
+    # Issue 22 asks >= 50% of the 256 codes used on the test images (the first published tokenizer, whose dead-code
+    # restart never fired, used 30.5%).
     assert tokenizer_scores["codebook_usage"] >= 0.5, tokenizer_scores
 
 

@@ -16,12 +16,18 @@ which worker runs it.
 
 Tuning uses seed ``TUNE_SEED`` (sampling, real subsets and students), which no evaluation seed uses, and the
 validation split only (``VAL_IMAGES`` images); the test split is never read here.
+
+``python -m zoo.protovar.tune --dry-run`` runs every step at toy size (2-step students, 100 validation images,
+IPC 1) into ``runs/protovar-tune-dry.json``, leaving ``tuning.json`` alone: a check that the tuning runs on new
+weights, not a tuning.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
+from pathlib import Path
 
 from zoo.protovar.evaluate import DEFAULTS, TUNING_FILE, distilled_set, student_accuracy, student_protocol
 
@@ -29,6 +35,7 @@ TUNE_SEED = 100
 VAL_IMAGES = 5000
 IPC = 10
 STEPS = 300  # the spec's student steps (200 saturated the setting: full_data 0.764 = herding IPC 10 on test)
+DRY_RUN_FILE = Path("runs/protovar-tune-dry.json")
 STUDENT_GRID = {"lr": [0.01, 0.03, 0.1]}
 SHARP = {"top_k": 8, "temperature": 0.8}  # a sharper sampler than the spec's (top-k 32, temperature 1)
 TRIALS = {  # the first point of each arm is the spec's settings (DEFAULTS)
@@ -74,9 +81,14 @@ def _score(task: tuple) -> float:
     return value
 
 
-def main(workers: int = 2) -> None:
+def main(workers: int = 2, dry_run: bool = False) -> None:
     """Tune with ``workers`` single-thread processes (forked; on 2 shared cores two 1-thread students run faster
-    than one 2-thread student); every trial's result is the same as in one process."""
+    than one 2-thread student); every trial's result is the same as in one process.
+
+    Args:
+        workers: Worker processes.
+        dry_run: Toy sizes (2-step students, 100 validation images, IPC 1), written to ``DRY_RUN_FILE``.
+    """
     import multiprocessing
 
     import torch
@@ -84,6 +96,10 @@ def main(workers: int = 2) -> None:
     import zoo
     from zoo.protovar.evaluate import _pool_features, fast_teacher
 
+    global IPC, VAL_IMAGES  # read by _score in the forked workers
+    steps, out = STEPS, TUNING_FILE
+    if dry_run:
+        IPC, VAL_IMAGES, steps, out = 1, 100, 2, DRY_RUN_FILE
     torch.set_num_threads(1)  # before any parallel region: the forked workers inherit it
     _MODELS["generator"] = zoo.load("protovar.fmnist", pretrained=True).eval()
     _MODELS["teacher"] = fast_teacher(zoo.load("protovar.teacher", pretrained=True).net)
@@ -92,7 +108,7 @@ def main(workers: int = 2) -> None:
     pool = multiprocessing.get_context("fork").Pool(workers)
     record = {"student": {}, "arms": {}}
 
-    points = [{"steps": STEPS, "lr": lr} for lr in STUDENT_GRID["lr"]]
+    points = [{"steps": steps, "lr": lr} for lr in STUDENT_GRID["lr"]]
     sets = ("full_data", "random_real", "herding")
     values = pool.map(_score, [(arm, point, None) for point in points for arm in sets], chunksize=1)
     per_set = {arm: values[i :: len(sets)] for i, arm in enumerate(sets)}
@@ -102,7 +118,7 @@ def main(workers: int = 2) -> None:
     headroom = per_set["full_data"][chosen] - max(per_set["random_real"][chosen], per_set["herding"][chosen])
     record["student"] = {
         "best": best,
-        "grid": {"steps": [STEPS], **STUDENT_GRID},
+        "grid": {"steps": [steps], **STUDENT_GRID},
         "trials": len(points),
         "scores": {
             "random_real_ipc10": per_set["random_real"],
@@ -111,7 +127,7 @@ def main(workers: int = 2) -> None:
             "herding_ipc10": per_set["herding"],
         },
         "validation_headroom": headroom,
-        "note": f"{STEPS} steps (the spec's), Adam lr chosen by the mean validation accuracy (seed 100, 5,000 "
+        "note": f"{steps} steps (the spec's), Adam lr chosen by the mean validation accuracy (seed 100, 5,000 "
         f"images) of a random_real IPC-10 student and a full_data student: lr {best['lr']} ({means[chosen]:.4f}); "
         f"there full_data {per_set['full_data'][chosen]:.4f}, random_real {per_set['random_real'][chosen]:.4f}, "
         f"herding {per_set['herding'][chosen]:.4f} (scored, not used to choose): validation headroom "
@@ -135,9 +151,14 @@ def main(workers: int = 2) -> None:
             f"(validation {[round(s, 4) for s in scores]}); " + FIXED_NOTE,
         }
     record["seconds"] = round(time.perf_counter() - started, 1)
-    TUNING_FILE.write_text(json.dumps(record, indent=2) + "\n")
-    print("wrote", TUNING_FILE, record["seconds"], "s")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    print("wrote", out, record["seconds"], "s")
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=2, help="single-thread worker processes")
+    parser.add_argument("--dry-run", action="store_true", help=f"toy sizes, written to {DRY_RUN_FILE}")
+    arguments = parser.parse_args()
+    main(arguments.workers, arguments.dry_run)
