@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from zoo._errors import ZooError
 from zoo.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -219,3 +221,38 @@ def test_piece_file_is_off_without_its_folder_and_keyed_by_everything_that_decid
     assert path.parent == tmp_path and path.name.startswith("arm-seed0-") and path.suffix == ".json"
     assert path == piece_file("ZOO_TEST_EVAL_CACHE", "arm-seed0", lambda: {"recipe": "a", "lr": 0.1})
     assert path != piece_file("ZOO_TEST_EVAL_CACHE", "arm-seed0", lambda: {"lr": 0.2, "recipe": "a"})
+
+
+def test_pin_write_rewrites_the_changed_digest_where_the_registry_spells_it(tmp_path):
+    from zoo.cli import write_pins
+
+    a, b, c = "a" * 64, "b" * 64, "c" * 64
+    registry = tmp_path / "registry.py"
+    registry.write_text(f'_PINS = {{\n    "x": {{"config.json": "{a}", "model.safetensors": "{b}"}},\n}}\n')
+    other = tmp_path / "other.py"
+    other.write_text("# no pins here\n")
+    old = {"config.json": a, "model.safetensors": b}
+    assert write_pins(old, old, [registry, other]) == {}  # nothing changed: nothing written
+    assert write_pins(old, {"config.json": a, "model.safetensors": c}, [registry, other]) == {
+        registry: ["model.safetensors"]
+    }
+    assert registry.read_text() == f'_PINS = {{\n    "x": {{"config.json": "{a}", "model.safetensors": "{c}"}},\n}}\n'
+
+
+@pytest.mark.parametrize(
+    ("new", "spelled", "message"),
+    [
+        ({"config.json": "a" * 64, "model.safetensors": "c" * 64, "extra.json": "d" * 64}, 1, "differ from"),
+        ({"config.json": "a" * 64, "model.safetensors": "c" * 64}, 0, "no source file"),
+        ({"config.json": "a" * 64, "model.safetensors": "c" * 64}, 2, "(2x)"),
+    ],
+)
+def test_pin_write_refuses_what_it_cannot_do_exactly_and_writes_nothing(tmp_path, new, spelled, message):
+    from zoo.cli import write_pins
+
+    registry = tmp_path / "registry.py"
+    text = f'A = "{"a" * 64}"\n' + f'B = "{"b" * 64}"\n' * spelled
+    registry.write_text(text)
+    with pytest.raises(ZooError, match=re.escape(message)):
+        write_pins({"config.json": "a" * 64, "model.safetensors": "b" * 64}, new, [registry])
+    assert registry.read_text() == text

@@ -220,11 +220,16 @@ class Claim:
 
     @classmethod
     def at_least(cls, id: str, text: str, value: float, threshold: float, versus: str | None = None) -> Claim:
-        return cls(id, text, _round(value), threshold, bool(value >= threshold), versus)
+        return cls(id, text, _round(value), threshold, _reaches(value, threshold), versus)
 
     @classmethod
     def at_most(cls, id: str, text: str, value: float, threshold: float, versus: str | None = None) -> Claim:
-        return cls(id, text, _round(value), threshold, bool(value <= threshold), versus)
+        return cls(id, text, _round(value), threshold, _reaches(-value, -threshold), versus)
+
+
+def _reaches(value: float, threshold: float) -> bool:
+    """``value >= threshold`` up to float rounding, so a gap of exactly the threshold (0.35 - 0.25 >= 0.10) holds."""
+    return bool(value >= threshold - 1e-9 * max(1.0, abs(threshold)))
 
 
 def beats(
@@ -251,7 +256,7 @@ def beats(
         f"{arm} beats {other} on {metric}{sign} by >= {margin:g}{unit} and by more than the seed spread "
         f"({spread:.3g} over {len(gains)} seeds)"
     )
-    holds = mean >= margin and (len(gains) < 2 or mean > spread)
+    holds = _reaches(mean, margin) and (len(gains) < 2 or mean > spread)
     return Claim(f"{arm}_beats_{other}_{metric}", text, _round(mean), margin, bool(holds), other)
 
 

@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from zoo._errors import RecipeError, ZooError
@@ -251,8 +252,60 @@ def cmd_pin(args: argparse.Namespace) -> int:
         for path in source.iterdir():
             if path.is_file():
                 shutil.copy2(path, folder / path.name)
-    print(json.dumps({"sha256": pinned_files(folder)}, indent=2))
+    pins = pinned_files(folder)
+    if args.write:
+        for source_file, names in write_pins(entry.sha256, pins, _registry_sources()).items():
+            print(f"zoo: wrote the new pins of {', '.join(names)} into {source_file}", file=sys.stderr)
+    print(json.dumps({"sha256": pins}, indent=2))
     return 0
+
+
+def _registry_sources() -> list[Path]:
+    """The zoo's Python files: where a registry entry spells its pins."""
+    return sorted(Path(__file__).parent.rglob("*.py"))
+
+
+def write_pins(old: Mapping[str, str], new: Mapping[str, str], sources: Iterable[Path]) -> dict[Path, list[str]]:
+    """Replace each changed pin of an entry in the one source file that spells its old digest.
+
+    Works whatever shape a paper's pin table has (a dict per entry, a ``_PINS`` table by tag): a sha256 literal
+    names one file of one entry, so it is replaced where it is written, and nothing else is touched.
+
+    Args:
+        old: The entry's registered pins (``entry.sha256``), by file name.
+        new: The mirror's pins after the copy (``zoo._hub.pinned_files``), by file name.
+        sources: The Python files to search for the old digests.
+
+    Returns:
+        The file names rewritten, by source file (empty when nothing changed).
+
+    Raises:
+        ZooError: If the files differ from the pinned ones (add or drop a pin by hand), or an old digest is
+            spelled in no source file or in more than one place; nothing is written then.
+    """
+    if set(new) != set(old):
+        added, dropped = sorted(set(new) - set(old)), sorted(set(old) - set(new))
+        raise ZooError(
+            f"the mirror's files differ from the entry's pins (new: {added or 'none'}, gone: {dropped or 'none'}): "
+            "add or remove those pins in the registry module by hand, then run zoo pin --write again"
+        )
+    changed = sorted(name for name in new if new[name] != old[name])
+    texts = {path: path.read_text() for path in sources}
+    edits: dict[Path, list[str]] = {}
+    for name in changed:
+        places = [(path, text.count(f'"{old[name]}"')) for path, text in texts.items() if old[name] in text]
+        if len(places) != 1 or places[0][1] != 1:
+            where = ", ".join(f"{path} ({count}x)" for path, count in places) or "no source file"
+            raise ZooError(
+                f"the old pin of {name} ({old[name][:12]}...) is spelled in {where}; --write needs it quoted exactly "
+                "once: write the new digest by hand"
+            )
+        path = places[0][0]
+        texts[path] = texts[path].replace(f'"{old[name]}"', f'"{new[name]}"')
+        edits.setdefault(path, []).append(name)
+    for path in edits:
+        path.write_text(texts[path])
+    return edits
 
 
 def _backup_root() -> Path:
@@ -363,6 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="source", default=None, help="folder written by ExportPretrained to copy in first")
     p.add_argument(
         "--force", action="store_true", help="replace published files (the old ones are kept in runs/pin-backups/)"
+    )
+    p.add_argument(
+        "--write", action="store_true", help="also write the changed sha256 pins into the registry module's source"
     )
     p.set_defaults(func=cmd_pin)
 
