@@ -27,14 +27,10 @@ def main() -> None:
         raise SystemExit(f"set {E.FITS_ENV} to the folder that keeps the fits")
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
     run = Run(paper_arms("prefetch_rag"), E.PROTOCOL, seed, E.PROTOCOL.resolve())
-    path = E.fit_folder(run)
-    if path is None:
+    if run.uses_published(E.METHOD):
         raise SystemExit(f"seed {seed} uses the published weights: nothing to fit")
-    if (path / "config.json").is_file():
-        print(f"already stored: {path}")
-        return
     start = time.perf_counter()
-    E.load_method(run)
+    path = E.store_fit(run)
     print(f"seed {seed}: fit stored in {path} ({time.perf_counter() - start:.0f} s)")
 
 

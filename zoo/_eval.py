@@ -21,8 +21,9 @@ A paper defines::
         return [beats(result, "accuracy", "fedgr", "reference_untrained", margin=0.1)]
 
 and optionally ``score_pretrained(module, limit=None)`` (the headline metric of a loaded checkpoint, used by
-``zoo demo`` and the golden tests) and ``plot(result, axes)`` with ``PROTOCOL.panels`` axes (see
-:func:`zoo._figures.card_figure`; a bar chart of the headline metrics is drawn otherwise).
+``zoo demo`` and the golden tests), ``plot(result, axes)`` with ``PROTOCOL.panels`` axes (see
+:func:`zoo._figures.card_figure`; a bar chart of the headline metrics is drawn otherwise) and ``prepare(runs)``
+(called once with every seed's :class:`Run` before any arm is measured, e.g. to train the seeds' fits side by side).
 
 The result schema (``zoo eval NAME --json``)::
 
@@ -450,7 +451,8 @@ def fit_recipe(recipe: str, seed: int, overrides: Sequence[str] = (), seed_args=
 
 
 def paper_module(name: str):
-    """The ``evaluate`` module of an entry's paper (it defines ``PROTOCOL``, ``measure`` and ``claims``)."""
+    """The ``evaluate`` module of an entry's paper (it defines ``PROTOCOL``, ``measure`` and ``claims``; optionally
+    ``prepare(runs)``, called once with every seed's :class:`Run` before any arm is measured)."""
     import importlib
 
     entry = get_entry(name)
@@ -522,8 +524,11 @@ def run_eval(
     timings: dict[str, float] = {}
     fits: dict = {}
     started = time.perf_counter()
-    for seed in seeds:
-        run = Run(entries, protocol, seed, settings, retrain=retrain, weights=weights, fits=fits)
+    runs = [Run(entries, protocol, seed, settings, retrain=retrain, weights=weights, fits=fits) for seed in seeds]
+    prepare = getattr(module, "prepare", None)
+    if prepare is not None:
+        prepare(runs)  # optional hook: work shared by the seeds, e.g. training their fits side by side
+    for seed, run in zip(seeds, runs, strict=True):
         for arm in track(chosen, desc=f"{name} seed {seed}", total=len(chosen)):
             arm_started = time.perf_counter()
             scores = module.measure(arm, run)

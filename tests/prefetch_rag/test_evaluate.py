@@ -79,3 +79,54 @@ def test_seed_fits_are_stored_and_loaded(monkeypatch, tmp_path):
     published = FakeRun()
     published.uses_published = lambda arm: True
     assert E.fit_folder(published) is None
+
+
+def test_prepare_fits_the_pending_seeds_side_by_side_and_run_load_gets_them(monkeypatch, tmp_path):
+    import json
+    import os
+    import subprocess
+
+    import zoo
+    import zoo._lightning_cli
+    import zoo.prefetch_rag.index
+    from zoo._eval import Run, paper_arms
+    from zoo.prefetch_rag.lm import LMConfig
+    from zoo.prefetch_rag.module import PrefetchRAGModule
+
+    launched, saved = [], {}
+
+    class FakeWorker:  # stands in for `python -m zoo.prefetch_rag.evaluate --store-fit SPEC`: stores a tiny fit
+        def __init__(self, command, env, stdout, stderr):
+            spec = json.loads(command[-1])
+            launched.append((spec["seed"], env["OMP_NUM_THREADS"]))
+            monkeypatch.setenv(E.FITS_ENV, env[E.FITS_ENV])
+            run = Run(paper_arms("prefetch_rag"), E.PROTOCOL, spec["seed"], spec["settings"])
+            saved[spec["seed"]] = PrefetchRAGModule(LMConfig(vocab_size=64, n_embd=32, n_layer=1, n_head=2))
+            zoo.save_pretrained(saved[spec["seed"]], E.fit_folder(run))
+            monkeypatch.delenv(E.FITS_ENV)
+
+        def wait(self):
+            return 0
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("Run.load trained instead of using the prepared fit")
+
+    monkeypatch.setattr(subprocess, "Popen", FakeWorker)
+    monkeypatch.setattr(zoo.prefetch_rag.index, "build_retriever", lambda: None)
+    monkeypatch.setattr(zoo._lightning_cli, "ZooCLI", no_training)
+    monkeypatch.delenv(E.FITS_ENV, raising=False)
+    monkeypatch.delenv(E.CACHE_ENV, raising=False)
+    settings = E.PROTOCOL.resolve()
+    runs = [Run(paper_arms("prefetch_rag"), E.PROTOCOL, seed, settings, fits={}) for seed in (0, 1, 2)]
+    for run in runs[1:]:
+        run._fits = runs[0]._fits  # one harness-wide cache, as run_eval shares it
+    E.prepare(runs)
+    assert sorted(launched) == [(1, "1"), (2, "1")]  # seed 0 is the published checkpoint: not fitted
+    assert E.FITS_ENV not in os.environ  # the temporary folder is not left behind in the environment
+    for run in runs[1:]:
+        loaded = run.load("prefetch")
+        for name, tensor in saved[run.seed].state_dict().items():
+            assert (loaded.state_dict()[name] == tensor).all(), name
+    launched.clear()
+    E.prepare(runs[:2])  # one seed to fit: left to its own run, with both threads
+    assert launched == []

@@ -16,9 +16,11 @@ Resumable in pieces: with ``ZOO_PREFETCH_RAG_EVAL_CACHE`` naming a folder, every
 by the seed, the settings, the recipe, the pins, ``tuning.json``, ``--retrain`` and ``--weights``), so
 ``benchmarks/eval_pieces.py prefetch_rag --arms prefetch --seeds 1`` (one seed: all arms, one fit) fits one locked slot
 and a later ``zoo eval prefetch_rag --card`` with the same folder reads every seed back. A seed other than the
-published one trains the recipe (~10 min) before its ~9 min of decoding: with ``ZOO_PREFETCH_RAG_FITS`` naming a
-folder, that fit is saved there (keyed by the seed, the recipe text and its overrides) and loaded by a later run, so
-``benchmarks/prefetch_rag_fit_seed.py SEED`` (the same fit, one locked slot) and the eval piece can run apart.
+published one trains the recipe before its decoding (7.5-9.7 min per seed, measured 2026-12-03); :func:`prepare`
+trains seeds 1 and 2 side by side first (561 s for both), so a no-flag run takes ~35 min on 2 cores (~40 with a
+cold knowledge-base embedding). With ``ZOO_PREFETCH_RAG_FITS`` naming a folder, each fit is saved there (keyed by
+the seed, the recipe text and its overrides) and loaded by a later run, so ``benchmarks/prefetch_rag_fit_seed.py
+SEED`` (the same fit, one locked slot) and the eval piece can run apart.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import math
 import os
 from pathlib import Path
 
+from zoo._errors import ZooError
 from zoo._eval import Claim, Protocol, Setting, Tuning, beats, piece_file
 from zoo.prefetch_rag import data as D
 from zoo.prefetch_rag import tune as T
@@ -123,6 +126,82 @@ def load_method(run):
     if path is not None:
         zoo.save_pretrained(module, path)
     return module
+
+
+def store_fit(run) -> Path:
+    """Train this seed's recipe fit into :func:`fit_folder` (``ZOO_PREFETCH_RAG_FITS`` must be set) unless it is
+    stored there already; returns the folder."""
+    path = fit_folder(run)
+    if path is None:
+        raise ZooError(f"seed {run.seed}: set {FITS_ENV} to a folder (a run on the published weights fits nothing)")
+    if not (path / "config.json").is_file():
+        load_method(run)
+    return path
+
+
+def prepare(runs) -> None:
+    """Train the fits that the seeds need side by side, one thread each, before any decoding.
+
+    Two single-thread fits on the 2 cores took 548 and 552 s together (2026-12-03) where one 2-thread fit takes
+    ~530 s: this keeps a no-flag ``zoo eval prefetch_rag`` (seed 0 published, seeds 1 and 2 trained) within issue
+    20's 40 minutes. Seeds on published weights and seeds whose eval piece or stored fit exists are skipped; a single
+    fit is left to the seed's own run (with both threads). The fits go to ``ZOO_PREFETCH_RAG_FITS`` when it names a
+    folder (kept for later runs), to a temporary folder otherwise, and are put into the harness's fit cache, where
+    :meth:`zoo._eval.Run.load` finds them.
+
+    Args:
+        runs: Every seed's run, as ``zoo._eval.run_eval`` builds them.
+    """
+    import subprocess
+    import sys
+    import tempfile
+
+    import zoo
+    from zoo.prefetch_rag.index import build_retriever
+
+    pending = [run for run in runs if _needs_fit(run)]
+    if len(pending) < 2:
+        return
+    build_retriever()  # embeds the knowledge base once (cached), not once per worker
+    with tempfile.TemporaryDirectory(prefix="zoo-prefetch-fits-") as scratch:
+        env = {**os.environ, FITS_ENV: os.environ.get(FITS_ENV) or scratch, "OMP_NUM_THREADS": "1"}
+        workers = []
+        for run in pending:
+            spec = json.dumps({"seed": run.seed, "settings": run.settings, "retrain": run.retrain})
+            log = open(Path(env[FITS_ENV]) / f"fit-seed{run.seed}.log", "w")  # noqa: SIM115 (closed below)
+            command = [sys.executable, "-m", "zoo.prefetch_rag.evaluate", "--store-fit", spec]
+            workers.append((run, log, subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)))
+        failed = []
+        for run, log, worker in workers:
+            if worker.wait() != 0:
+                failed.append((run.seed, Path(log.name)))
+            log.close()
+        if failed:
+            tails = "; ".join(f"seed {seed}: ...{log.read_text()[-400:]}" for seed, log in failed)
+            raise ZooError(f"the recipe fit of seed(s) {[seed for seed, _ in failed]} failed: {tails}")
+        saved = os.environ.get(FITS_ENV)
+        os.environ[FITS_ENV] = env[FITS_ENV]
+        try:
+            for run in pending:  # under the key fit_recipe uses, so run.load(METHOD) returns it
+                recipe = run.entry(METHOD).pretrained_cfg.recipe
+                key = (recipe, run.seed, tuple(run.recipe_overrides()))
+                run._fits[key] = zoo.load_folder(fit_folder(run)).eval()
+        finally:
+            if saved is None:
+                del os.environ[FITS_ENV]
+            else:
+                os.environ[FITS_ENV] = saved
+
+
+def _needs_fit(run) -> bool:
+    """Whether measuring this seed trains the recipe: no published weights, no eval piece and no stored fit."""
+    if run.uses_published(METHOD):
+        return False
+    piece = _piece(run)
+    if piece is not None and piece.is_file():
+        return False
+    path = fit_folder(run)
+    return path is None or not (path / "config.json").is_file()
 
 
 def _all_arms(run) -> dict[str, dict]:
@@ -251,3 +330,17 @@ def score_pretrained(module, limit: int | None = None) -> dict[str, float]:
     decoder = module.decoder(build_retriever())
     decoder.hyper = T.chosen_hyper(decoder.hyper)
     return {"em": run_arm(decoder, questions, METHOD)["em"]}
+
+
+if __name__ == "__main__":  # the worker of prepare(): one seed's fit into ZOO_PREFETCH_RAG_FITS
+    import argparse
+    import logging
+
+    from zoo._eval import Run, paper_arms
+
+    parser = argparse.ArgumentParser(description="store one seed's recipe fit (a worker of prepare)")
+    parser.add_argument("--store-fit", required=True, help='JSON {"seed", "settings", "retrain"}')
+    spec = json.loads(parser.parse_args().store_fit)
+    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
+    worker_run = Run(paper_arms("prefetch_rag"), PROTOCOL, spec["seed"], spec["settings"], retrain=spec["retrain"])
+    print("stored", store_fit(worker_run))
