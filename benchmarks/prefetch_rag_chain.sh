@@ -19,12 +19,9 @@
 #   tests      tests/prefetch_rag (+ the slow golden test), registry/card/usage tests for the entry    est. 4 min
 # register must precede tune, overhead, fits and pieces (they need the registered entry); tune must precede pieces
 # (a piece is keyed on tuning.json, the pins and the recipe text, so a later change re-decodes instead of reading it).
-# The first fit also embeds the knowledge base with MiniLM (cold cache on this machine: ~1 min more).
-# Estimates from recorded timings: recipe fit 568-581 s incl. stage 2 168 s (commit 92ef3d3; stage 2 keeps
-# its 30 + 20 selection questions, so the same); ~0.26 s per validation question and arm run (stage 2:
-# 105 s for 4 x 40 and 168 s for 8 x 50 question runs, ~63 s of heads); per-seed decoding ~9 min
-# (zoo/prefetch_rag/evaluate.py docstring, an estimate, never measured: 9 arms x 150 questions x ~0.3 s + the
-# wall-clock arm, 72 answers with real sleeps). Total ~65 min with PAR=1, ~73 min with PAR=0.
+# The first fit also embeds the knowledge base with MiniLM (cold cache: ~4.7 min more, cached after).
+# Measured 2026-12-03 (locked): fit 806 s (279 s of it the cold MiniLM embedding), headroom ~60 s, register 22 s,
+# tune 346 s, overhead 12 s, fits 561 s (PAR=1), pieces 453 / 582 / 518 s, card 10 s, tests 62 s: ~62 min in all.
 set -euo pipefail
 
 REPO=${REPO:-/work/main}
