@@ -66,8 +66,9 @@ _MODELS: dict = {}
 
 
 def _score(task: tuple) -> float:
-    """Validation accuracy of one student: ``(arm, student settings, arm settings)``; runs in a worker process."""
-    arm, student, arm_point = task
+    """Validation accuracy of one student: ``(arm, student settings, arm settings, ipc, validation images)``; runs
+    in a worker process."""
+    arm, student, arm_point, ipc, val_images = task
     generator, teacher = _MODELS["generator"], _MODELS["teacher"]
     trial = {"student": {"best": student}, "arms": {arm: {"best": arm_point or {}}}}
     if arm == "full_data":
@@ -75,8 +76,8 @@ def _score(task: tuple) -> float:
 
         images, labels = fmnist_splits()["train"]
     else:
-        images, labels = distilled_set(arm, generator, teacher, IPC, TUNE_SEED, trial)
-    value = student_accuracy(images, labels, teacher, TUNE_SEED, "val", VAL_IMAGES, student_protocol(trial))
+        images, labels = distilled_set(arm, generator, teacher, ipc, TUNE_SEED, trial)
+    value = student_accuracy(images, labels, teacher, TUNE_SEED, "val", val_images, student_protocol(trial))
     print(arm, student, arm_point if arm_point is not None else "", round(value, 4), flush=True)
     return value
 
@@ -96,10 +97,7 @@ def main(workers: int = 2, dry_run: bool = False) -> None:
     import zoo
     from zoo.protovar.evaluate import _pool_features, fast_teacher
 
-    global IPC, VAL_IMAGES  # read by _score in the forked workers
-    steps, out = STEPS, TUNING_FILE
-    if dry_run:
-        IPC, VAL_IMAGES, steps, out = 1, 100, 2, DRY_RUN_FILE
+    ipc, val_images, steps, out = (1, 100, 2, DRY_RUN_FILE) if dry_run else (IPC, VAL_IMAGES, STEPS, TUNING_FILE)
     torch.set_num_threads(1)  # before any parallel region: the forked workers inherit it
     _MODELS["generator"] = zoo.load("protovar.fmnist", pretrained=True).eval()
     _MODELS["teacher"] = fast_teacher(zoo.load("protovar.teacher", pretrained=True).net)
@@ -110,7 +108,7 @@ def main(workers: int = 2, dry_run: bool = False) -> None:
 
     points = [{"steps": steps, "lr": lr} for lr in STUDENT_GRID["lr"]]
     sets = ("full_data", "random_real", "herding")
-    values = pool.map(_score, [(arm, point, None) for point in points for arm in sets], chunksize=1)
+    values = pool.map(_score, [(arm, point, None, ipc, val_images) for point in points for arm in sets], chunksize=1)
     per_set = {arm: values[i :: len(sets)] for i, arm in enumerate(sets)}
     means = [(a + b) / 2 for a, b in zip(per_set["random_real"], per_set["full_data"], strict=True)]
     best = _best(points, means)
@@ -134,12 +132,12 @@ def main(workers: int = 2, dry_run: bool = False) -> None:
         f"{100 * headroom:+.1f} points. The previous protocol (200 steps, lr grid {{0.01, 0.03}}) left full_data "
         "at the real IPC-10 sets on test (0.764 vs 0.765)",
     }
-    tasks = [(arm, best, dict(point)) for arm, trials in TRIALS.items() for point in trials]
+    tasks = [(arm, best, dict(point), ipc, val_images) for arm, trials in TRIALS.items() for point in trials]
     values = pool.map(_score, tasks, chunksize=1)
     pool.close()
     for arm, trials in TRIALS.items():
         arm_points = [dict(point) for point in trials]
-        scores = [v for (a, _, _), v in zip(tasks, values, strict=True) if a == arm]
+        scores = [v for task, v in zip(tasks, values, strict=True) if task[0] == arm]
         winner = _best(arm_points, scores)
         record["arms"][arm] = {
             "best": winner,
