@@ -256,3 +256,27 @@ def test_pin_write_refuses_what_it_cannot_do_exactly_and_writes_nothing(tmp_path
     with pytest.raises(ZooError, match=re.escape(message)):
         write_pins({"config.json": "a" * 64, "model.safetensors": "b" * 64}, new, [registry])
     assert registry.read_text() == text
+
+
+def test_eval_calls_prepare_once_with_every_seed_and_load_returns_what_it_provides(tiny_entry, monkeypatch):
+    import tests.tiny.evaluate as tiny_evaluation
+    import zoo._lightning_cli
+    from tests.tiny.module import TinyClassifier
+    from zoo._eval import run_eval
+
+    seen = []
+
+    def prepare(runs):
+        seen.append([run.seed for run in runs])
+        for run in runs:
+            if run.seed == 1:  # not the published seed: load would train the recipe
+                run.provide("tiny", TinyClassifier(hidden=12).eval())
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("the provided model was not used")
+
+    monkeypatch.setattr(tiny_evaluation, "prepare", prepare, raising=False)
+    monkeypatch.setattr(zoo._lightning_cli, "ZooCLI", no_training)
+    result = run_eval("tinytest", seeds=[0, 1])
+    assert seen == [[0, 1]]
+    assert set(result["per_seed"]["tiny"]) == {"0", "1"}

@@ -363,6 +363,19 @@ class Run:
         args = [*self.recipe_overrides(), *overrides]
         return fit_recipe(entry.pretrained_cfg.recipe, self.seed, args, self.protocol.seed_args, self._fits)
 
+    def provide(self, arm: str, module, overrides: Sequence[str] = (), base: str | None = None) -> None:
+        """Give this seed a trained model of ``arm`` (one a worker process trained, say): a later
+        ``load(arm, overrides, base)`` returns it instead of fitting the recipe.
+
+        Args:
+            arm: The arm.
+            module: Its trained model, in eval mode.
+            overrides: The LightningCLI arguments ``load`` would be called with.
+            base: The arm whose entry's recipe ``load`` would train.
+        """
+        recipe = self.entry(base or arm).pretrained_cfg.recipe
+        self._fits[_fit_key(recipe, self.seed, [*self.recipe_overrides(), *overrides])] = module
+
     def untrained(self, arm: str, **init_args):
         """The architecture of ``arm``'s entry with fresh weights seeded by this run's seed (a reference arm)."""
         import torch
@@ -421,7 +434,7 @@ def fit_recipe(recipe: str, seed: int, overrides: Sequence[str] = (), seed_args=
     from zoo._lightning_cli import ZooCLI
     from zoo._recipes import resolve_recipe
 
-    key = (recipe, seed, tuple(overrides))
+    key = _fit_key(recipe, seed, overrides)
     if cache is not None and key in cache:
         return cache[key]
     path = resolve_recipe(recipe)  # the checkout's recipes/ or the wheel's zoo/recipes; RecipeError if neither
@@ -445,6 +458,10 @@ def fit_recipe(recipe: str, seed: int, overrides: Sequence[str] = (), seed_args=
     if cache is not None:
         cache[key] = module
     return module
+
+
+def _fit_key(recipe: str, seed: int, overrides: Sequence[str]) -> tuple:
+    return (recipe, seed, tuple(overrides))
 
 
 # ------------------------------------------------------------------------------------------ the harness

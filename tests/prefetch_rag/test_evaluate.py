@@ -117,9 +117,8 @@ def test_prepare_fits_the_pending_seeds_side_by_side_and_run_load_gets_them(monk
     monkeypatch.delenv(E.FITS_ENV, raising=False)
     monkeypatch.delenv(E.CACHE_ENV, raising=False)
     settings = E.PROTOCOL.resolve()
-    runs = [Run(paper_arms("prefetch_rag"), E.PROTOCOL, seed, settings, fits={}) for seed in (0, 1, 2)]
-    for run in runs[1:]:
-        run._fits = runs[0]._fits  # one harness-wide cache, as run_eval shares it
+    fits: dict = {}  # one harness-wide cache, as run_eval shares it
+    runs = [Run(paper_arms("prefetch_rag"), E.PROTOCOL, seed, settings, fits=fits) for seed in (0, 1, 2)]
     E.prepare(runs)
     assert sorted(launched) == [(1, "1"), (2, "1")]  # seed 0 is the published checkpoint: not fitted
     assert E.FITS_ENV not in os.environ  # the temporary folder is not left behind in the environment

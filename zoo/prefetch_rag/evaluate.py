@@ -146,8 +146,8 @@ def prepare(runs) -> None:
     ~530 s: this keeps a no-flag ``zoo eval prefetch_rag`` (seed 0 published, seeds 1 and 2 trained) within issue
     20's 40 minutes. Seeds on published weights and seeds whose eval piece or stored fit exists are skipped; a single
     fit is left to the seed's own run (with both threads). The fits go to ``ZOO_PREFETCH_RAG_FITS`` when it names a
-    folder (kept for later runs), to a temporary folder otherwise, and are put into the harness's fit cache, where
-    :meth:`zoo._eval.Run.load` finds them.
+    folder (kept for later runs), to a temporary folder otherwise, and are handed to each run
+    (:meth:`zoo._eval.Run.provide`), whose ``load`` then returns them.
 
     Args:
         runs: Every seed's run, as ``zoo._eval.run_eval`` builds them.
@@ -182,10 +182,8 @@ def prepare(runs) -> None:
         saved = os.environ.get(FITS_ENV)
         os.environ[FITS_ENV] = env[FITS_ENV]
         try:
-            for run in pending:  # under the key fit_recipe uses, so run.load(METHOD) returns it
-                recipe = run.entry(METHOD).pretrained_cfg.recipe
-                key = (recipe, run.seed, tuple(run.recipe_overrides()))
-                run._fits[key] = zoo.load_folder(fit_folder(run)).eval()
+            for run in pending:
+                run.provide(METHOD, zoo.load_folder(fit_folder(run)).eval())
         finally:
             if saved is None:
                 del os.environ[FITS_ENV]
