@@ -142,10 +142,11 @@ def store_fit(run) -> Path:
 def prepare(runs) -> None:
     """Train the fits that the seeds need side by side, one thread each, before any decoding.
 
-    Two single-thread fits on the 2 cores took 548 and 552 s together (2026-12-03) where one 2-thread fit takes
-    ~530 s: this keeps a no-flag ``zoo eval prefetch_rag`` (seed 0 published, seeds 1 and 2 trained) within issue
-    20's 40 minutes. Seeds on published weights and seeds whose eval piece or stored fit exists are skipped; a single
-    fit is left to the seed's own run (with both threads). The fits go to ``ZOO_PREFETCH_RAG_FITS`` when it names a
+    The recipe fits on one thread (``num_threads: 1``; 527 s for the published fit without its first knowledge-base
+    embedding), so two fits side by side use both cores: 548 and 552 s together (2026-12-03). This keeps a no-flag
+    ``zoo eval prefetch_rag`` (seed 0 published, seeds 1 and 2 trained) within issue 20's 40 minutes. Seeds on
+    published weights and seeds whose eval piece or stored fit exists are skipped; a single fit is left to the
+    seed's own run. The fits go to ``ZOO_PREFETCH_RAG_FITS`` when it names a
     folder (kept for later runs), to a temporary folder otherwise, and are handed to each run
     (:meth:`zoo._eval.Run.provide`), whose ``load`` then returns them.
 
