@@ -33,3 +33,11 @@ def test_beats_at_exactly_the_margin_holds_and_inside_the_seed_spread_fails():
     assert exact.holds and exact.value == pytest.approx(0.10)
     noisy = beats(result([0.9, 0.5, 0.7], [0.5, 0.6, 0.6]), "acc", "a", "b", margin=0.0)  # gains 0.4, -0.1, 0.1
     assert not noisy.holds
+
+
+def test_strict_thresholds_written_one_nano_off_stay_strict():
+    # Evaluations state "below 1" or "above 0" as thresholds 1 - 1e-9 or 1e-9 (pbsac, aporia, fair_lin_bandit):
+    # the float allowance must stay far below that.
+    assert not Claim.at_most("iid_lower", "coverage < 1", 1.0, 1 - 1e-9).holds
+    assert not Claim.at_least("positive", "gain > 0", 0.0, 1e-9).holds
+    assert Claim.at_least("positive", "gain > 0", 2e-9, 1e-9).holds

@@ -229,8 +229,9 @@ class Claim:
 
 
 def _reaches(value: float, threshold: float) -> bool:
-    """``value >= threshold`` up to float rounding, so a gap of exactly the threshold (0.35 - 0.25 >= 0.10) holds."""
-    return bool(value >= threshold - 1e-9 * max(1.0, abs(threshold)))
+    """``value >= threshold`` up to float rounding (1e-12 relative), so a gap of exactly the threshold holds
+    (0.35 - 0.25 >= 0.10) while thresholds written 1e-9 off to mean a strict inequality stay strict."""
+    return bool(value >= threshold - 1e-12 * max(1.0, abs(threshold)))
 
 
 def beats(
