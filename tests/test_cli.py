@@ -233,6 +233,11 @@ def test_pin_write_rewrites_the_changed_digest_where_the_registry_spells_it(tmp_
     other.write_text("# no pins here\n")
     old = {"config.json": a, "model.safetensors": b}
     assert write_pins(old, old, [registry, other]) == {}  # nothing changed: nothing written
+    before = registry.read_text()
+    assert write_pins(old, {"config.json": a, "model.safetensors": c}, [registry], dry=True) == {
+        registry: ["model.safetensors"]
+    }
+    assert registry.read_text() == before  # dry: checked, not written
     assert write_pins(old, {"config.json": a, "model.safetensors": c}, [registry, other]) == {
         registry: ["model.safetensors"]
     }
@@ -280,3 +285,20 @@ def test_eval_calls_prepare_once_with_every_seed_and_load_returns_what_it_provid
     result = run_eval("tinytest", seeds=[0, 1])
     assert seen == [[0, 1]]
     assert set(result["per_seed"]["tiny"]) == {"0", "1"}
+
+
+def test_pin_write_through_the_command(tiny_entry, tmp_path, capsys, monkeypatch):
+    from tests.tiny.module import TinyClassifier
+    from zoo import save_pretrained
+
+    monkeypatch.chdir(tmp_path)  # backups go to runs/pin-backups/ here
+    assert main(["pin", "tinytest.blobs", "--write"]) == 0  # the mirror matches its pins: nothing to write
+    assert "sha256" in json.loads(capsys.readouterr().out)
+    exported = save_pretrained(TinyClassifier(hidden=12), tmp_path / "export")
+    published = (tiny_entry.mirror_dir / "model.safetensors").read_bytes()
+    # The tiny entry computes its pins at run time: no source file spells them, so --write refuses in one line,
+    # before anything is copied.
+    assert main(["pin", "tinytest.blobs", "--from", str(exported), "--force", "--write"]) == 2
+    assert "is spelled in no source file" in _one_error_line(capsys)
+    assert (tiny_entry.mirror_dir / "model.safetensors").read_bytes() == published
+    assert not (tmp_path / "runs" / "pin-backups").exists()

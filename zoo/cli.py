@@ -245,6 +245,8 @@ def cmd_pin(args: argparse.Namespace) -> int:
                 f"pass --force to replace {', '.join(changed)} of the shipped mirror {folder} (the old files go to "
                 f"{_backup_root()}/): it holds the published {entry.name}, which --from {source} would overwrite"
             )
+        if args.write:  # refuse before copying anything: the mirror and the registry change together or not at all
+            write_pins(entry.pretrained_cfg.sha256, {**current, **pinned_files(source)}, _registry_sources(), dry=True)
         if changed:
             backup = _backup_mirror(folder, entry.name, incoming)
             print(f"zoo: the previous files of {folder} are in {backup}", file=sys.stderr)
@@ -254,7 +256,7 @@ def cmd_pin(args: argparse.Namespace) -> int:
                 shutil.copy2(path, folder / path.name)
     pins = pinned_files(folder)
     if args.write:
-        for source_file, names in write_pins(entry.sha256, pins, _registry_sources()).items():
+        for source_file, names in write_pins(entry.pretrained_cfg.sha256, pins, _registry_sources()).items():
             print(f"zoo: wrote the new pins of {', '.join(names)} into {source_file}", file=sys.stderr)
     print(json.dumps({"sha256": pins}, indent=2))
     return 0
@@ -265,7 +267,9 @@ def _registry_sources() -> list[Path]:
     return sorted(Path(__file__).parent.rglob("*.py"))
 
 
-def write_pins(old: Mapping[str, str], new: Mapping[str, str], sources: Iterable[Path]) -> dict[Path, list[str]]:
+def write_pins(
+    old: Mapping[str, str], new: Mapping[str, str], sources: Iterable[Path], dry: bool = False
+) -> dict[Path, list[str]]:
     """Replace each changed pin of an entry in the one source file that spells its old digest.
 
     Works whatever shape a paper's pin table has (a dict per entry, a ``_PINS`` table by tag): a sha256 literal
@@ -275,6 +279,7 @@ def write_pins(old: Mapping[str, str], new: Mapping[str, str], sources: Iterable
         old: The entry's registered pins (``entry.sha256``), by file name.
         new: The mirror's pins after the copy (``zoo._hub.pinned_files``), by file name.
         sources: The Python files to search for the old digests.
+        dry: Check only: raise where a write would be refused, write nothing.
 
     Returns:
         The file names rewritten, by source file (empty when nothing changed).
@@ -303,7 +308,7 @@ def write_pins(old: Mapping[str, str], new: Mapping[str, str], sources: Iterable
         path = places[0][0]
         texts[path] = texts[path].replace(f'"{old[name]}"', f'"{new[name]}"')
         edits.setdefault(path, []).append(name)
-    for path in edits:
+    for path in edits if not dry else ():
         path.write_text(texts[path])
     return edits
 
