@@ -221,16 +221,22 @@ class Claim:
 
     @classmethod
     def at_least(cls, id: str, text: str, value: float, threshold: float, versus: str | None = None) -> Claim:
-        return cls(id, text, _round(value), threshold, _reaches(value, threshold), versus)
+        return cls(id, text, _round(value), threshold, reaches(value, threshold), versus)
 
     @classmethod
     def at_most(cls, id: str, text: str, value: float, threshold: float, versus: str | None = None) -> Claim:
-        return cls(id, text, _round(value), threshold, _reaches(-value, -threshold), versus)
+        return cls(id, text, _round(value), threshold, reaches(-value, -threshold), versus)
 
 
-def _reaches(value: float, threshold: float) -> bool:
+def reaches(value: float, threshold: float) -> bool:
     """``value >= threshold`` up to float rounding (1e-12 relative), so a gap of exactly the threshold holds
-    (0.35 - 0.25 >= 0.10) while thresholds written 1e-9 off to mean a strict inequality stay strict."""
+    (0.35 - 0.25 >= 0.10) while thresholds written 1e-9 off to mean a strict inequality stay strict. Every claim
+    compares through it; so should a paper's own gate.
+
+    Args:
+        value: The measured value.
+        threshold: The least value that reaches it.
+    """
     return bool(value >= threshold - 1e-12 * max(1.0, abs(threshold)))
 
 
@@ -258,7 +264,7 @@ def beats(
         f"{arm} beats {other} on {metric}{sign} by >= {margin:g}{unit} and by more than the seed spread "
         f"({spread:.3g} over {len(gains)} seeds)"
     )
-    holds = _reaches(mean, margin) and (len(gains) < 2 or mean > spread)
+    holds = reaches(mean, margin) and (len(gains) < 2 or mean > spread)
     return Claim(f"{arm}_beats_{other}_{metric}", text, _round(mean), margin, bool(holds), other)
 
 

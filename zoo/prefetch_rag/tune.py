@@ -87,15 +87,17 @@ def tune(module, retriever, encoder=None, headroom_only: bool = False) -> dict:
 def headroom_gates(record: dict) -> dict:
     """The two headroom gates of :func:`tune`'s record: the gaps, and whether both reach their thresholds.
 
-    The gaps are differences of slot counts over the same slots; they are rounded to 9 digits before the comparison
-    so that a gap of exactly the threshold (e.g. 0.35 - 0.25) is not lost to float rounding.
+    The gaps are compared as the evaluation's claims are (:func:`zoo._eval.reaches`), so a gap of exactly the
+    threshold (e.g. 0.35 - 0.25) is not lost to float rounding.
     """
+    from zoo._eval import reaches
+
     refs = record["references"]
     gaps = {
         "headroom_em": record["sync_active"]["em_single"] - refs["no_retrieval"]["em"],
         "headroom_em_multi": record["sync_active"]["em_multi"] - refs["single_shot"]["em_multi"],
     }
-    hold = round(gaps["headroom_em"], 9) >= HEADROOM_EM and round(gaps["headroom_em_multi"], 9) >= HEADROOM_EM_MULTI
+    hold = reaches(gaps["headroom_em"], HEADROOM_EM) and reaches(gaps["headroom_em_multi"], HEADROOM_EM_MULTI)
     return {**gaps, "thresholds": [HEADROOM_EM, HEADROOM_EM_MULTI], "hold": hold}
 
 
