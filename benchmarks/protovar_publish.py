@@ -2,8 +2,9 @@
 the distilled sets, summarise the evaluation for the notes.
 
 The registry pins (``_PINS`` in ``zoo/protovar/__init__.py``) are what ``zoo pin NAME`` prints; ``pin`` writes them
-into that file instead of leaving them to be pasted by hand. Each step is its own process, so the next one imports
-the re-pinned registry and loads the new files through the sha256 check, from the offline mirror.
+into that file (``zoo pin --write``) instead of leaving them to be pasted by hand. Each step is its own process, so
+the next one imports the re-pinned registry and loads the new files through the sha256 check, from the offline
+mirror.
 
     python benchmarks/protovar_publish.py gate runs/protovar.tokenizer/pretrained   # validation MSE and usage
     python benchmarks/protovar_publish.py pin protovar.tokenizer --from runs/protovar.tokenizer/pretrained
@@ -15,54 +16,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
-REGISTRY = Path(__file__).resolve().parents[1] / "zoo" / "protovar" / "__init__.py"
 #: Issue 22's tokenizer thresholds (reconstruction MSE in [0, 1] units, share of the 256 codes used).
 MAX_MSE, MIN_USAGE = 0.02, 0.5
 HEADLINE = ("acc_ipc1", "acc_ipc10")
 
 
-def rewrite_pins(text: str, tag: str, pins: dict[str, str]) -> str:
-    """``text`` of the registry module with the ``_PINS[tag]`` block replaced by ``pins`` (sorted by file name).
-
-    Args:
-        text: Source of ``zoo/protovar/__init__.py``.
-        tag: Key of ``_PINS`` (``fmnist``, ``tokenizer`` or ``teacher``).
-        pins: sha256 by file name, as ``zoo._hub.pinned_files`` gives them.
-
-    Raises:
-        ValueError: If ``_PINS`` has no block for ``tag``, or a digest is not 64 hex digits.
-    """
-    for name, digest in pins.items():
-        if not re.fullmatch(r"[0-9a-f]{64}", digest):
-            raise ValueError(f"{name}: {digest!r} is not a sha256 hex digest")
-    table = re.search(r"^_PINS: .*?^}\n", text, flags=re.M | re.S)
-    if table is None:
-        raise ValueError("no `_PINS: ... = {` table in the registry module")
-    block = re.compile(rf'^    "{re.escape(tag)}": \{{\n(?:        "[^"]+": "[0-9a-f]*",\n)*    \}},\n', flags=re.M)
-    lines = "".join(f'        "{name}": "{pins[name]}",\n' for name in sorted(pins))
-    new_table, count = block.subn(lambda _: f'    "{tag}": {{\n{lines}    }},\n', table.group(0))
-    if count != 1:
-        raise ValueError(f"_PINS has no block for {tag!r}")
-    return text[: table.start()] + new_table + text[table.end() :]
-
-
 def pin(name: str, source: str | None) -> dict[str, str]:
-    """``zoo pin NAME [--from SOURCE --force]`` (the old files go to runs/pin-backups/), then the pins into the
-    registry module. Returns the pins."""
+    """``zoo pin NAME [--from SOURCE --force] --write``: copy an export into the mirror (the old files go to
+    runs/pin-backups/) and write the new pins into ``_PINS`` of zoo/protovar/__init__.py. Returns the pins."""
     from zoo._hub import pinned_files
     from zoo._registry import get_entry
     from zoo.cli import main as zoo_main
 
-    if source is not None and zoo_main(["pin", name, "--from", source, "--force"]) != 0:
-        raise SystemExit(f"zoo pin {name} --from {source} failed")
-    pins = pinned_files(get_entry(name).mirror_dir)
-    REGISTRY.write_text(rewrite_pins(REGISTRY.read_text(), name.removeprefix("protovar."), pins))
-    print(f"pinned {name} in {REGISTRY}: {json.dumps(pins, indent=1)}")
-    return pins
+    args = ["pin", name, "--write", *(["--from", source, "--force"] if source is not None else [])]
+    if zoo_main(args) != 0:
+        raise SystemExit(f"zoo {' '.join(args)} failed")
+    return pinned_files(get_entry(name).mirror_dir)
 
 
 def gate(folder: str, enforce: bool = True) -> dict[str, float]:
