@@ -28,6 +28,16 @@ def _timeit(fn, repeats: int) -> float:
     return (time.perf_counter() - started) / repeats
 
 
+def _recipe_model_args() -> dict:
+    """``model.init_args`` of recipes/olaf_world/align.yaml (the architecture the recipes train)."""
+    from pathlib import Path
+
+    import yaml
+
+    recipe = Path(__file__).resolve().parents[1] / "recipes" / "olaf_world" / "align.yaml"
+    return dict(yaml.safe_load(recipe.read_text())["model"]["init_args"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10)
@@ -40,7 +50,10 @@ def main() -> None:
     torch.manual_seed(0)
     videos = torch.rand(args.batch, 4, 64, 64, 3)
     cached_tau = torch.nn.functional.normalize(torch.randn(args.batch, 1280), dim=1)
-    modules = {name: OlafLAMModule(align_weight=w, seed=0) for name, w in (("vae", 0.0), ("align", 0.02))}
+    recipe = _recipe_model_args()
+    modules = {
+        name: OlafLAMModule(**{**recipe, "align_weight": w, "seed": 0}) for name, w in (("vae", 0.0), ("align", 0.02))
+    }
     optimisers = {name: m.configure_optimizers() for name, m in modules.items()}
 
     def step(name: str, tau_fn) -> None:

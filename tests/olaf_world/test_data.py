@@ -52,7 +52,6 @@ def test_behaviour_policy_is_persistent_and_mostly_moves():
     ("kwargs", "message"),
     [
         ({"env": "doom"}, "unknown environment"),
-        ({"env": "ale"}, "unknown environment"),
         ({"clip_length": 1}, "T >= 2"),
         ({"teacher": "vjepa2"}, "teacher="),
         ({"target": "future"}, "target="),
@@ -156,3 +155,38 @@ def test_keypoint_readout_moves_with_the_view():
     assert (dx < 0).mean() > 0.7 and np.abs(dx).mean() > 2 * np.abs(dy).mean()
     with pytest.raises(ValueError, match="readout="):
         teacher_features(frames, readout="flow")
+
+
+def test_ale_clips_play_mspacman_in_a_and_alien_in_b_with_five_actions():
+    pytest.importorskip("ale_py")
+    from zoo.olaf_world.clips import ALE_GAMES, ale_rom
+
+    assert ALE_GAMES == ("ms_pacman", "alien")
+    clips = collect([3, 53], steps=10, length=4, stride=3, env="ale")
+    assert clips["videos"].shape == (6, 4, 64, 64, 3) and clips["videos"].dtype == np.uint8
+    assert clips["context"].tolist() == [0, 0, 0, 1, 1, 1]
+    assert set(clips["actions"].reshape(-1).tolist()) <= {0, 1, 2, 3, 4}  # no "do" in ALE
+    np.testing.assert_array_equal(clips["videos"], clips["frames"][clips["frame_index"]])
+    # the two games look different: mean colours of the first frames differ
+    assert np.abs(clips["videos"][0, 0].mean((0, 1)) - clips["videos"][3, 0].mean((0, 1))).max() > 10
+    assert ale_rom("alien").endswith("alien.bin")
+    actions = behaviour_actions(2000, np.random.default_rng(0), still=(0,))
+    assert set(actions.tolist()) == {0, 1, 2, 3, 4}
+
+
+def test_missing_ale_rom_raises_one_clear_line(monkeypatch):
+    roms = pytest.importorskip("ale_py.roms")
+    from zoo.olaf_world.clips import ale_rom
+
+    monkeypatch.setattr(roms, "get_rom_path", lambda game: None)
+    with pytest.raises(FileNotFoundError, match="ALE ROM 'ms_pacman' is missing"):
+        ale_rom("ms_pacman")
+
+
+def test_prototype_gap_of_five_ale_actions():
+    eye = np.eye(5)
+    actions = np.tile(np.arange(5), 2)
+    context = np.repeat([0, 1], 5)
+    assert prototype_gap(np.concatenate([eye, eye]), actions, context) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="no held-out transition of action 5"):
+        prototype_gap(np.concatenate([eye, eye]), actions, context, num_actions=6)

@@ -56,10 +56,21 @@ def test_align_loss_is_one_minus_cosine():
     assert float(align_loss(a, b)) == pytest.approx((0.0 + (1 + 1 / np.sqrt(2))) / 2, rel=1e-6)
 
 
-@pytest.mark.parametrize("motion_tokens", [False, True])
-def test_causal_mask_z_t_ignores_later_frames(motion_tokens):
+@pytest.mark.parametrize(
+    ("motion_tokens", "stem", "readout", "encoder"),
+    [
+        (False, "linear", "prompt", "transformer"),
+        (True, "linear", "prompt", "transformer"),
+        (False, "conv", "prompt", "transformer"),
+        (False, "conv", "tokens", "transformer"),
+        (False, "linear", "prompt", "conv"),
+    ],
+)
+def test_causal_mask_z_t_ignores_later_frames(motion_tokens, stem, readout, encoder):
     torch.manual_seed(0)
-    lam = LatentActionModel(**TINY, motion_tokens=motion_tokens).eval()
+    lam = LatentActionModel(
+        **TINY, motion_tokens=motion_tokens, encoder_stem=stem, latent_readout=readout, encoder=encoder
+    ).eval()
     videos = torch.rand(2, 5, 64, 64, 3)
     mu, _ = lam.encode(videos)
     for t in range(1, 4):  # z_t (index t - 1) is the action into frame t: frames > t must not matter
@@ -175,3 +186,67 @@ def test_bad_shift_kernel_raises_one_clear_line(kernel):
         LatentActionModel(**TINY, shift_kernel=kernel)
     with pytest.raises(ValueError, match="residual=True"):
         LatentActionModel(**TINY, shift_kernel=15, residual=False)
+
+
+def test_conv_stem_tokens_line_up_with_the_patch_grid_and_see_the_change():
+    from zoo.olaf_world.lam import MotionStem
+
+    torch.manual_seed(0)
+    stem = MotionStem(3, patch=16, model_dim=32)
+    videos = torch.rand(2, 3, 64, 64, 3)
+    tokens = stem(videos)
+    assert tokens.shape == (2, 3, 16, 32)  # 4 x 4 cells of 16 px, one token each
+    # a change confined to the top-left 16 x 16 cell of frame 1 moves the tokens of frames 1 and 2 (whose change
+    # reads frame 1), mostly in the top-left corner's neighbourhood, and never frame 0's
+    edited = videos.clone()
+    edited[:, 1, :16, :16] = torch.rand(2, 16, 16, 3)
+    moved = (stem(edited) - tokens).abs().amax(dim=-1)
+    assert float(moved[:, 0].max()) == 0.0
+    assert float(moved[:, 1, 0].min()) > 0 and float(moved[:, 1, 15].max()) == 0.0  # the far corner's receptive
+    assert float(moved[:, 2, 0].min()) > 0  # field does not reach the edit
+    with pytest.raises(ValueError, match="power of two"):
+        MotionStem(3, patch=12, model_dim=32)
+    with pytest.raises(ValueError, match="encoder_stem"):
+        LatentActionModel(**TINY, encoder_stem="vit")
+    with pytest.raises(ValueError, match="latent_readout"):
+        LatentActionModel(**TINY, latent_readout="mean")
+    with pytest.raises(ValueError, match="encoder="):
+        LatentActionModel(**TINY, encoder="rnn")
+
+
+def test_conv_encoder_reads_only_its_two_frames_and_starts_near_deterministic():
+    torch.manual_seed(0)
+    lam = LatentActionModel(**TINY, patch=16, encoder="conv", logvar_init=-6.0).eval()
+    assert not hasattr(lam, "encoder_norm")  # no unused transformer weights in the checkpoint
+    videos = torch.rand(2, 4, 64, 64, 3)
+    mu, logvar = lam.encode(videos)
+    assert mu.shape == (2, 3, 32)
+    assert float(logvar.mean()) == pytest.approx(-6.0, abs=0.5)
+    # z_2 (frames 1 -> 2) ignores frame 0 and frame 3
+    edited = videos.clone()
+    edited[:, [0, 3]] = torch.rand(2, 2, 64, 64, 3)
+    torch.testing.assert_close(lam.encode(edited)[0][:, 1], mu[:, 1])
+
+
+def test_tokens_readout_reads_every_patch_token_of_the_frame():
+    torch.manual_seed(0)
+    lam = LatentActionModel(**TINY, patch=16, latent_readout="tokens").eval()
+    assert lam.to_latent.in_features == 32 * (16 + 1)  # the prompt and 16 patch tokens (patch 16 at 64 px)
+    prompt = LatentActionModel(**TINY).eval()
+    assert prompt.to_latent.in_features == 32
+
+
+def test_kl_warmup_ramps_beta_from_zero():
+    model = OlafLAMModule(**TINY, beta=1e-3, kl_warmup_steps=100)
+    assert model.beta_now(0) == 0.0
+    assert model.beta_now(50) == pytest.approx(5e-4)
+    assert model.beta_now(100) == model.beta_now(1000) == pytest.approx(1e-3)
+    assert model.beta_now() == pytest.approx(1e-3)  # outside a trainer: the full beta
+    assert OlafLAMModule(**TINY, beta=1e-3).beta_now(0) == pytest.approx(1e-3)  # no warm-up: beta from the start
+    # the loss uses it: at step 0 of a warm-up the KL term is off
+    batch = {"videos": torch.rand(2, 4, 64, 64, 3)}
+    torch.manual_seed(0)
+    losses = lam_losses(model.lam, model.head, batch["videos"], None, model.beta_now(0), 0.0)
+    torch.testing.assert_close(losses["loss"], losses["mse"])
+    with pytest.raises(ValueError, match="kl_warmup_steps"):
+        OlafLAMModule(**TINY, kl_warmup_steps=-1)

@@ -27,7 +27,15 @@ import numpy as np
 
 ACTION_NAMES = ("noop", "move_left", "move_right", "move_up", "move_down", "do")
 NUM_ACTIONS = len(ACTION_NAMES)
-ENVIRONMENTS = ("crafter",)
+ENVIRONMENTS = ("crafter", "ale")
+# ALE (the spec's second domain): context A plays MsPacman, context B Alien (ale-py's bundled ROMs); they share
+# the joystick directions. Labels use ACTION_NAMES' indices (no "do" in ALE: 5 classes).
+ALE_GAMES = ("ms_pacman", "alien")
+ALE_LABEL_ACTIONS = ("NOOP", "LEFT", "RIGHT", "UP", "DOWN")  # ACTION_NAMES[i] -> ALE joystick action
+ALE_FRAMESKIP = 4  # emulator frames per policy step (ALE v5's default)
+# emulator frames of NOOP after a reset before the policy plays: the games' intros (MsPacman's lasts ~270
+# frames, Alien's ~40), plus 0-29 policy steps of NOOP drawn per episode so episodes start apart
+ALE_INTRO_FRAMES = {"ms_pacman": 280, "alien": 60}
 SPLITS = ("world", "terrain")
 CONTEXT_B_FIRST_SEED = 50
 TEACHERS = ("efficientnet_lite0", "random_efficientnet_lite0")
@@ -53,7 +61,9 @@ def context_of(world_seed: int | np.ndarray) -> int | np.ndarray:
     return (np.asarray(world_seed) >= CONTEXT_B_FIRST_SEED).astype(np.int64)
 
 
-def behaviour_actions(steps: int, rng: np.random.Generator, p_move: float = 0.8, max_repeat: int = 4) -> np.ndarray:
+def behaviour_actions(
+    steps: int, rng: np.random.Generator, p_move: float = 0.8, max_repeat: int = 4, still: tuple = (0, 5)
+) -> np.ndarray:
     """The persistent behaviour policy's action sequence of length ``steps``.
 
     Args:
@@ -61,11 +71,12 @@ def behaviour_actions(steps: int, rng: np.random.Generator, p_move: float = 0.8,
         rng: Random generator.
         p_move: Probability that a segment is a movement.
         max_repeat: Longest segment (segments last 1..max_repeat steps, uniform).
+        still: The non-movement actions (uniform): noop and do in Crafter, noop only in ALE.
     """
     out = np.empty(steps, dtype=np.int64)
     t = 0
     while t < steps:
-        action = int(rng.integers(1, 5)) if rng.random() < p_move else int(rng.choice([0, 5]))
+        action = int(rng.integers(1, 5)) if rng.random() < p_move else int(rng.choice(list(still)))
         length = int(rng.integers(1, max_repeat + 1))
         out[t : t + length] = action
         t += length
@@ -133,6 +144,65 @@ def play_crafter(
     return np.stack(frames).astype(np.uint8), actions
 
 
+def _resize(frame: np.ndarray, size: int = 64) -> np.ndarray:
+    from PIL import Image
+
+    return np.asarray(Image.fromarray(frame).resize((size, size), Image.BILINEAR))
+
+
+def ale_rom(game: str) -> str:
+    """Path of ale-py's bundled ROM of ``game``; a one-line error when ale-py or the ROM is missing."""
+    try:
+        from ale_py import roms
+    except ImportError:
+        from zoo._errors import MissingExtraError
+
+        raise MissingExtraError("olaf_world's ALE clips need ale-py: pip install 'icml26-zoo[games]'") from None
+    try:
+        path = roms.get_rom_path(game)
+    except Exception:  # older ale-py raise on unknown ROMs instead of returning None
+        path = None
+    if path is None or not Path(path).is_file():
+        raise FileNotFoundError(f"ALE ROM {game!r} is missing: ale-py>=0.9 bundles it (reinstall ale-py==0.12.1)")
+    return str(path)
+
+
+def play_ale(world_seed: int, steps: int, policy_seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """One episode of the behaviour policy (no ``do``) in MsPacman (world seed < 50) or Alien (>= 50).
+
+    ``world_seed`` seeds the emulator; each policy step holds the joystick for :data:`ALE_FRAMESKIP` frames
+    (no sticky actions). Frames are 210 x 160 screens resized to 64 x 64 (bilinear). A game over resets the game.
+
+    Returns:
+        frames ``(steps + 1, 64, 64, 3)`` uint8 and actions ``(steps,)`` int64 (indices of :data:`ACTION_NAMES`).
+    """
+    import ale_py
+
+    game = ALE_GAMES[int(context_of(world_seed))]
+    ale = ale_py.ALEInterface()
+    ale.setLoggerMode(ale_py.LoggerMode.Error)
+    ale.setInt("random_seed", int(world_seed))
+    ale.setFloat("repeat_action_probability", 0.0)
+    ale.loadROM(ale_rom(game))
+    joystick = [getattr(ale_py.Action, name) for name in ALE_LABEL_ACTIONS]
+    rng = np.random.default_rng([policy_seed, world_seed])
+    actions = behaviour_actions(steps, rng, still=(0,))
+    start_rng = np.random.default_rng([policy_seed, world_seed, 1])
+
+    def reset() -> np.ndarray:
+        ale.reset_game()
+        for _ in range(ALE_INTRO_FRAMES[game] + ALE_FRAMESKIP * int(start_rng.integers(0, 30))):
+            ale.act(joystick[0])
+        return _resize(ale.getScreenRGB())
+
+    frames = [reset()]
+    for action in actions:
+        for _ in range(ALE_FRAMESKIP):
+            ale.act(joystick[int(action)])
+        frames.append(reset() if ale.game_over() else _resize(ale.getScreenRGB()))
+    return np.stack(frames).astype(np.uint8), actions
+
+
 def start_material(world_seed: int, split: str) -> str | None:
     """Where an episode starts: Crafter's spawn (``"world"`` split) or grass (A) / a cave path (B) (``"terrain"``)."""
     if split not in SPLITS:
@@ -148,9 +218,10 @@ def windows(num_frames: int, length: int, stride: int) -> np.ndarray:
 
 
 def collect(
-    world_seeds, steps: int, length: int, stride: int, policy_seed: int = 0, split: str = "world"
+    world_seeds, steps: int, length: int, stride: int, policy_seed: int = 0, split: str = "world", env: str = "crafter"
 ) -> dict[str, np.ndarray]:
-    """Clips of ``length`` frames from one episode per world seed.
+    """Clips of ``length`` frames from one episode per world seed (``env="ale"``: MsPacman / Alien; ``split`` is
+    then unused: the game is the context).
 
     Returns:
         ``videos`` (N, T, 64, 64, 3) uint8, ``actions`` (N, T-1), ``context`` (N,), ``world_seed`` (N,),
@@ -159,8 +230,12 @@ def collect(
     """
     if length < 2:
         raise ValueError(f"T={length}: a clip needs at least 2 frames (one action)")
+    check_env(env)
     seeds = [int(s) for s in world_seeds]
-    episodes = [play_crafter(s, steps, policy_seed, start_material(s, split)) for s in seeds]
+    if env == "ale":
+        episodes = [play_ale(s, steps, policy_seed) for s in seeds]
+    else:
+        episodes = [play_crafter(s, steps, policy_seed, start_material(s, split)) for s in seeds]
     starts = windows(steps + 1, length, stride)
     offsets = starts[:, None] + np.arange(length)[None, :]
     videos, actions, frame_index, world = [], [], [], []
@@ -285,14 +360,14 @@ def cached_clips(
     seeds = tuple(int(s) for s in world_seeds)
     key = (
         _key(seeds, steps, length, stride, policy_seed)
-        if split == "world"
+        if split == "world" or env == "ale"
         else _key(seeds, steps, length, stride, policy_seed, split)
     )
     path = cache_dir() / f"clips-{env}-{key}.npz"
     if use_cache and path.is_file():
         with np.load(path) as data:
             return {k: data[k] for k in data.files}
-    clips = collect(seeds, steps, length, stride, policy_seed, split)
+    clips = collect(seeds, steps, length, stride, policy_seed, split, env)
     if use_cache:
         tmp = path.with_suffix(f".tmp{os.getpid()}.npz")
         np.savez(tmp, **clips)

@@ -1,4 +1,4 @@
-"""``LatentActionVideoDataModule``: Crafter clips with tau cached per clip by a frozen teacher.
+"""``LatentActionVideoDataModule``: Crafter (or ALE) clips with tau cached per clip by a frozen teacher.
 
 The teacher never enters the LightningModule: ``setup`` renders the clips (or reads them from the cache), runs
 the frozen encoder once per frame, and stores ``tau`` per training clip. Training batches are dicts with
@@ -46,7 +46,8 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
     """Crafter clips of ``clip_length`` frames from the persistent behaviour policy, tau cached per clip.
 
     Args:
-        env: ``"crafter"`` (the only environment wired in; see the package docstring).
+        env: ``"crafter"`` or ``"ale"`` (context A = MsPacman, B = Alien, 5 actions: no ``do``; ``split`` is then
+            unused).
         split: What separates the contexts: ``"world"`` (world seeds 0-49 vs 50-99, every episode from Crafter's
             spawn) or ``"terrain"`` (the same worlds, context A episodes start on grass, context B in a cave).
         clip_length: Frames per clip T (T - 1 latent actions).

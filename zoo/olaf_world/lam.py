@@ -88,6 +88,78 @@ class SpatialBlock(nn.Module):
         return self.mlp(self.attn(x))
 
 
+class MotionStem(nn.Module):
+    """Tokens of frame t from a small CNN on (frame t, frame t - frame t-1) (ours: the spec embeds patches linearly).
+
+    The frames are average-pooled 2x, then ``log2(patch) - 1`` stride-2 3x3 convolutions (GELU between) reach
+    the patch grid, so the tokens line up with :func:`patchify`'s (row-major, one per ``patch x patch`` cell).
+    Why: the action in a top-down game is a global shift of the view by a few pixels; a linear embedding of a
+    16 x 16 patch cannot compare the two frames' edges, the convolutions can (the inverse-dynamics CNN of
+    :mod:`zoo.olaf_world.metrics` sees the same inputs). Frame 0 gets a zero change. Causal: frame t's tokens read
+    frames t and t-1 only.
+    """
+
+    def __init__(self, channels: int, patch: int, model_dim: int, width: int = 32) -> None:
+        super().__init__()
+        if patch < 4 or patch & (patch - 1):
+            raise ValueError(f"patch={patch}: the conv stem needs a power of two >= 4")
+        layers: list[nn.Module] = [nn.AvgPool2d(2)]
+        depth = patch.bit_length() - 2  # log2(patch) - 1 stride-2 convolutions after the 2x pooling
+        in_ch = 2 * channels
+        for i in range(depth):
+            out_ch = model_dim if i == depth - 1 else min(model_dim, width * 2**i)
+            layers.append(nn.Conv2d(in_ch, out_ch, 3, stride=2, padding=1))
+            if i < depth - 1:
+                layers.append(nn.GELU())
+            in_ch = out_ch
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, videos: torch.Tensor) -> torch.Tensor:
+        """``(B, T, H, W, C)`` -> ``(B, T, (H/p)(W/p), model_dim)``."""
+        b, t = videos.shape[:2]
+        change = torch.cat([torch.zeros_like(videos[:, :1]), videos[:, 1:] - videos[:, :-1]], dim=1)
+        x = torch.cat([videos, change], dim=-1).reshape(b * t, *videos.shape[2:4], -1).permute(0, 3, 1, 2)
+        x = self.net(x)
+        return x.permute(0, 2, 3, 1).reshape(b, t, -1, x.shape[1])
+
+
+class ConvActionEncoder(nn.Module):
+    """z_t from frames t-1 and t alone through a small CNN (ours; the spec's encoder is the ST transformer).
+
+    Input per transition: (frame t-1, frame t, their difference) average-pooled to 32 x 32 (9 channels); three
+    stride-2 3x3 convolutions (32, 64, 64 channels, ReLU) to a 4 x 4 map, flattened (positions kept: the head
+    can read where the change is, e.g. the player's sprite at the centre), then Linear -> ReLU -> Linear to
+    ``(mu, logvar)``. The architecture of the evaluation's inverse-dynamics CNN (:mod:`zoo.olaf_world.metrics`),
+    which learns the action from labels ~4x faster per sample than the ST transformer here. Causal by
+    construction: z_t reads frames t-1 and t only.
+    """
+
+    def __init__(self, channels: int, image_size: int, latent_dim: int, hidden: int = 128) -> None:
+        super().__init__()
+        side = image_size // 16
+        self.net = nn.Sequential(
+            nn.AvgPool2d(2),
+            nn.Conv2d(3 * channels, 32, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(32, 64, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(64, 64, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(64 * side * side, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, 2 * latent_dim),
+        )
+
+    def forward(self, videos: torch.Tensor) -> torch.Tensor:
+        """``(B, T, H, W, C)`` -> stats ``(B, T-1, 2 latent_dim)``."""
+        b, t = videos.shape[:2]
+        previous, following = videos[:, :-1], videos[:, 1:]
+        x = torch.cat([previous, following, following - previous], dim=-1)
+        x = x.reshape(b * (t - 1), *x.shape[2:]).permute(0, 3, 1, 2)
+        return self.net(x).reshape(b, t - 1, -1)
+
+
 def patchify(videos: torch.Tensor, patch: int) -> torch.Tensor:
     """``(B, T, H, W, C)`` -> ``(B, T, (H/p)(W/p), p*p*C)``, patches in row-major order."""
     b, t, h, w, c = videos.shape
@@ -151,8 +223,17 @@ class LatentActionModel(nn.Module):
         shift_kernel: int = 0,
         logvar_init: float | None = None,
         motion_tokens: bool = False,
+        encoder_stem: str = "linear",
+        latent_readout: str = "prompt",
+        encoder: str = "transformer",
     ) -> None:
         super().__init__()
+        if encoder not in ("transformer", "conv"):
+            raise ValueError(f"encoder={encoder!r}: choose 'transformer' or 'conv'")
+        if latent_readout not in ("prompt", "tokens"):
+            raise ValueError(f"latent_readout={latent_readout!r}: choose 'prompt' or 'tokens'")
+        if encoder_stem not in ("linear", "conv"):
+            raise ValueError(f"encoder_stem={encoder_stem!r}: choose 'linear' or 'conv'")
         if shift_kernel and (shift_kernel % 2 == 0 or shift_kernel < 3 or not residual):
             raise ValueError(f"shift_kernel={shift_kernel}: choose 0 (off) or an odd K >= 3, with residual=True")
         if image_size % patch:
@@ -162,16 +243,28 @@ class LatentActionModel(nn.Module):
         patch_dim = patch * patch * channels
         self.max_frames = max_frames
         self.motion_tokens = motion_tokens
-        self.patch_in = nn.Linear(2 * patch_dim if motion_tokens else patch_dim, model_dim)
-        self.action_prompt = nn.Parameter(torch.empty(1, 1, 1, model_dim).uniform_(-1, 1))
-        self.spatial_pos = nn.Parameter(torch.randn(1, 1, num_patches + 1, model_dim) * 0.02)
-        self.temporal_pos = nn.Parameter(torch.randn(1, max_frames, 1, model_dim) * 0.02)
-        self.encoder = nn.ModuleList(STBlock(model_dim, heads, causal) for _ in range(encoder_blocks))
-        self.encoder_norm = nn.LayerNorm(model_dim)
-        self.to_latent = nn.Linear(model_dim, 2 * latent_dim)
+        self.encoder_stem = encoder_stem
+        self.latent_readout = latent_readout
+        self.encoder_type = encoder
+        if encoder == "conv":
+            self.conv_encoder = ConvActionEncoder(channels, image_size, latent_dim)
+            latent_head = self.conv_encoder.net[-1]
+        else:
+            if encoder_stem == "conv":
+                self.stem = MotionStem(channels, patch, model_dim)
+            else:
+                self.patch_in = nn.Linear(2 * patch_dim if motion_tokens else patch_dim, model_dim)
+            self.action_prompt = nn.Parameter(torch.empty(1, 1, 1, model_dim).uniform_(-1, 1))
+            self.spatial_pos = nn.Parameter(torch.randn(1, 1, num_patches + 1, model_dim) * 0.02)
+            self.temporal_pos = nn.Parameter(torch.randn(1, max_frames, 1, model_dim) * 0.02)
+            self.encoder = nn.ModuleList(STBlock(model_dim, heads, causal) for _ in range(encoder_blocks))
+            self.encoder_norm = nn.LayerNorm(model_dim)
+            readout_width = model_dim * (num_patches + 1 if latent_readout == "tokens" else 1)
+            self.to_latent = nn.Linear(readout_width, 2 * latent_dim)
+            latent_head = self.to_latent
         if logvar_init is not None:
             with torch.no_grad():
-                self.to_latent.bias[latent_dim:] = logvar_init
+                latent_head.bias[latent_dim:] = logvar_init
         self.patch_up = nn.Linear(patch_dim, model_dim)
         self.action_up = nn.Linear(latent_dim, model_dim)
         self.decoder_pos = nn.Parameter(torch.randn(1, num_patches, model_dim) * 0.02)
@@ -209,16 +302,23 @@ class LatentActionModel(nn.Module):
         """``(mu, logvar)`` of shape ``(B, T-1, latent_dim)``: z_t is the action from frame t-1 to t."""
         self.check_videos(videos)
         b, t = videos.shape[:2]
-        patches = patchify(videos, self.patch)
-        if self.motion_tokens:
-            change = torch.cat([torch.zeros_like(patches[:, :1]), patches[:, 1:] - patches[:, :-1]], dim=1)
-            patches = torch.cat([patches, change], dim=-1)
-        tokens = self.patch_in(patches)
+        if self.encoder_type == "conv":
+            mu, logvar = self.conv_encoder(videos).chunk(2, dim=-1)
+            return mu, logvar.clamp(-10.0, 10.0)
+        if self.encoder_stem == "conv":
+            tokens = self.stem(videos)
+        else:
+            patches = patchify(videos, self.patch)
+            if self.motion_tokens:
+                change = torch.cat([torch.zeros_like(patches[:, :1]), patches[:, 1:] - patches[:, :-1]], dim=1)
+                patches = torch.cat([patches, change], dim=-1)
+            tokens = self.patch_in(patches)
         prompt = self.action_prompt.expand(b, t, 1, -1)
         x = torch.cat([prompt, tokens], dim=2) + self.spatial_pos + self.temporal_pos[:, :t]
         for block in self.encoder:
             x = block(x)
-        stats = self.to_latent(self.encoder_norm(x[:, 1:, 0]))
+        x = self.encoder_norm(x[:, 1:])
+        stats = self.to_latent(x.flatten(2) if self.latent_readout == "tokens" else x[:, :, 0])
         mu, logvar = stats.chunk(2, dim=-1)
         return mu, logvar.clamp(-10.0, 10.0)
 

@@ -62,12 +62,21 @@ def probe_accuracies(mu: np.ndarray, actions: np.ndarray, context: np.ndarray, w
     return {"probe_acc_within": float(np.mean(within)), "probe_acc_cross": float(np.mean(cross))}
 
 
-def prototype_gap(mu: np.ndarray, actions: np.ndarray, context: np.ndarray) -> float:
-    """mean(diag) - mean(offdiag) of the cosine matrix between per-action mean mu in A (rows) and B (columns)."""
+def prototype_gap(mu: np.ndarray, actions: np.ndarray, context: np.ndarray, num_actions: int | None = None) -> float:
+    """mean(diag) - mean(offdiag) of the cosine matrix between per-action mean mu in A (rows) and B (columns).
+
+    Args:
+        mu: Latents ``(N, d)``.
+        actions: True actions ``(N,)`` in ``0..num_actions-1``.
+        context: 0 / 1 per latent.
+        num_actions: Classes (default: 6 for Crafter, 5 when no action 5 occurs: ALE has no ``do``).
+    """
+    if num_actions is None:
+        num_actions = NUM_ACTIONS if (np.asarray(actions) == NUM_ACTIONS - 1).any() else NUM_ACTIONS - 1
     protos = []
     for c in (0, 1):
         rows = []
-        for a in range(NUM_ACTIONS):
+        for a in range(num_actions):
             chosen = mu[(context == c) & (actions == a)]
             if not len(chosen):
                 raise ValueError(f"no held-out transition of action {a} in context {c}: use more clips")
@@ -75,7 +84,7 @@ def prototype_gap(mu: np.ndarray, actions: np.ndarray, context: np.ndarray) -> f
         protos.append(np.stack(rows))
     a, b = (p / np.maximum(np.linalg.norm(p, axis=1, keepdims=True), 1e-12) for p in protos)
     cosine = a @ b.T
-    off = ~np.eye(NUM_ACTIONS, dtype=bool)
+    off = ~np.eye(num_actions, dtype=bool)
     return float(np.diag(cosine).mean() - cosine[off].mean())
 
 

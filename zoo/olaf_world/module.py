@@ -41,6 +41,16 @@ class OlafLAMModule(PretrainedMixin, pl.LightningModule):
         logvar_init: Initial bias of the logvar head (None: default init; see
             :class:`~zoo.olaf_world.lam.LatentActionModel`).
         motion_tokens: Encoder tokens embed each patch and its change since the previous frame.
+        encoder_stem: ``"linear"`` patch embedding (the authors') or ``"conv"`` (a small CNN on the frame and its
+            change; see :class:`~zoo.olaf_world.lam.MotionStem`).
+        encoder: ``"transformer"`` (the authors' spatio-temporal encoder) or ``"conv"`` (z_t from frames t-1, t
+            through a small CNN; see :class:`~zoo.olaf_world.lam.ConvActionEncoder`).
+        latent_readout: ``"prompt"`` (the authors') or ``"tokens"`` (z from all of the frame's tokens; see
+            :class:`~zoo.olaf_world.lam.LatentActionModel`).
+        kl_warmup_steps: Steps over which beta ramps linearly from 0 (0: beta from the start). Why: the residual
+            decoder's output layer starts at zero, so at first z gets no reconstruction gradient and AdamW turns
+            the tiny beta KL gradient into full-size steps that pull the z-head onto the prior (posterior
+            collapse before the decoder has learnt to use z).
         seed: Seed of the initial weights.
     """
 
@@ -71,11 +81,17 @@ class OlafLAMModule(PretrainedMixin, pl.LightningModule):
         shift_kernel: int = 0,
         logvar_init: float | None = None,
         motion_tokens: bool = False,
+        encoder_stem: str = "linear",
+        latent_readout: str = "prompt",
+        encoder: str = "transformer",
+        kl_warmup_steps: int = 0,
         seed: int = 0,
     ) -> None:
         super().__init__()
         if align_weight < 0 or beta < 0:
             raise ValueError(f"align_weight={align_weight} and beta={beta} must be >= 0")
+        if kl_warmup_steps < 0:
+            raise ValueError(f"kl_warmup_steps={kl_warmup_steps} must be >= 0")
         if clip_length < 2:
             raise ValueError(f"clip_length={clip_length}: a clip needs T >= 2 frames")
         self.save_hyperparameters()
@@ -93,6 +109,9 @@ class OlafLAMModule(PretrainedMixin, pl.LightningModule):
                 shift_kernel=shift_kernel,
                 logvar_init=logvar_init,
                 motion_tokens=motion_tokens,
+                encoder_stem=encoder_stem,
+                latent_readout=latent_readout,
+                encoder=encoder,
             )
             self.head = TrajectoryHead(latent_dim, teacher_dim)
         self.example_input_array = torch.rand(2, clip_length, image_size, image_size, 3)
@@ -120,7 +139,16 @@ class OlafLAMModule(PretrainedMixin, pl.LightningModule):
                 f"tau has width {tau.shape[-1]} but the trajectory head predicts {self.head.teacher_dim} "
                 "(set teacher_dim to the teacher's feature width)"
             )
-        return lam_losses(self.lam, self.head, batch["videos"], tau, self.hparams.beta, self.hparams.align_weight)
+        return lam_losses(self.lam, self.head, batch["videos"], tau, self.beta_now(), self.hparams.align_weight)
+
+    def beta_now(self, step: int | None = None) -> float:
+        """beta at optimiser step ``step`` (default: the trainer's): ramped from 0 over ``kl_warmup_steps``."""
+        warmup = self.hparams.get("kl_warmup_steps", 0)
+        if not warmup:
+            return self.hparams.beta
+        if step is None:
+            step = self.global_step if self._trainer is not None else warmup
+        return self.hparams.beta * min(1.0, step / warmup)
 
     def training_step(self, batch, batch_idx):
         losses = self.losses(batch)
