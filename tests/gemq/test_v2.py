@@ -204,3 +204,21 @@ def test_zoo_eval_of_the_v2_protocol_validates_end_to_end(monkeypatch):
         result["settings"]["tuning"]["per_layer@2"]["trials"]
         == result["settings"]["tuning"]["gemq_router_ft@2.5"]["trials"]
     )
+
+
+def test_piece_cache_keys_depend_on_router_settings_only_for_router_arms(monkeypatch, tmp_path):
+    """A router setting (criterion, lr grid, steps) re-runs the router arms only; GPTQ arms keep their pieces."""
+    from zoo._eval import Run
+    from zoo.gemq.evaluate_v2 import CACHE_ENV, FP_NAMES, _piece_key, build
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    protocol = build("mixtral").PROTOCOL
+
+    def path(arm, **overrides):
+        run = Run({}, protocol, 0, protocol.resolve(overrides))
+        return _piece_key(arm, run, FP_NAMES["mixtral"])
+
+    assert path("gemq@2", router_criterion="route_kl") == path("gemq@2")
+    assert path("uniform@2", router_lrs=[1e-4]) == path("uniform@2")
+    assert path("gemq_router_ft@2", router_criterion="route_kl") != path("gemq_router_ft@2")
+    assert path("gemq@2", damps=[0.1]) != path("gemq@2")

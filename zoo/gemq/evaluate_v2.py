@@ -1,11 +1,11 @@
 """``zoo eval`` of GEMQ after issue 32: split v2, a regularised fp base per architecture, fp-teacher router alignment.
 
-Not yet attached to a registry entry (no v2 base is published yet). The next session trains the bases
-(``recipes/gemq/wiki2_mixtral_fp.yaml``, ``wiki2_qwen2moe_fp.yaml``), registers them as ``gemq.wiki2_mixtral_fp``
-and ``gemq.wiki2_qwen2moe_fp`` with ``evaluate="zoo.gemq.evaluate_v2"`` and ``"zoo.gemq.evaluate_v2_qwen2moe"``
-(each module holds one architecture's protocol; the harness imports the module an entry names), and runs
-``benchmarks/gemq_v2_pieces.py`` then ``zoo eval <base> --card``. Until then the published v1 evaluation
-(:mod:`zoo.gemq.evaluate`) and its checkpoints are unchanged.
+The evaluation of the registry entries ``gemq.wiki2_mixtral_fp`` (this module) and ``gemq.wiki2_qwen2moe_fp``
+(:mod:`zoo.gemq.evaluate_v2_qwen2moe`): each module holds one architecture's protocol, and the harness imports the
+module an entry names, so ``zoo eval gemq.wiki2_mixtral_fp`` and ``zoo eval gemq.wiki2_qwen2moe_fp`` measure the two
+architectures with the same arms, settings and claims. ``benchmarks/gemq_v2_pieces.py`` fills the result cache in
+short pieces; ``zoo eval <base> --card`` then reads them. The v1 evaluation (:mod:`zoo.gemq.evaluate`) and its
+published quantized checkpoints are unchanged.
 
 **Data** (:func:`zoo.gemq.data.wiki_splits`): disjoint train / calibration / validation / test articles and the Lee
 corpus. One seed is one calibration subset: ``calib_sequences`` (default 640 = 81,920 tokens, 10x v1) of the
@@ -275,7 +275,10 @@ def _piece_key(arm: str, run, fp_name: str):
         import zoo
 
         entry = zoo.get_entry(fp_name)
-        return {"arm": arm, "seed": run.seed, "settings": run.settings, "sha256": entry.pretrained_cfg.sha256,
+        settings = run.settings
+        if not arm.startswith("gemq_router_ft@"):  # router settings decide only the router arms' results
+            settings = {k: v for k, v in settings.items() if not k.startswith("router_")}
+        return {"arm": arm, "seed": run.seed, "settings": settings, "sha256": entry.pretrained_cfg.sha256,
                 "version": 1}  # fmt: skip
 
     return piece_file(CACHE_ENV, f"{arm.replace('@', '_at_')}-seed{run.seed}", key)

@@ -8,11 +8,11 @@ from string import Template
 SNIPPET = Template("""
 import torch
 import zoo
-from zoo.gemq.data import wiki_corpus
+from zoo.gemq.data import $corpus
 
 model = zoo.load("$name", pretrained=True)
 tokenizer = model.tokenizer()  # the byte-level BPE shipped as tokenizer.json
-ids = wiki_corpus().test[:2048]  # token ids of held-out Wikipedia articles (the card's test split)
+ids = $corpus().test[:2048]  # token ids of held-out Wikipedia articles (the card's test split)
 with torch.no_grad():
     logits = model(ids[None, :64])  # next-token logits [1, 64, vocab]
 guess, truth = tokenizer.decode([int(logits[0, -1].argmax())]), tokenizer.decode([int(ids[64])])
@@ -24,5 +24,6 @@ print(f"prediction: {ppl:.1f} | truth: {card:.1f} | tolerance: {0.1 * card:.1f}"
 
 
 def snippet(name: str) -> str:
-    """The snippet for the entry ``name``."""
-    return SNIPPET.substitute(name=name)
+    """The snippet for the entry ``name`` (the issue-32 bases ``gemq.wiki2_*`` read split v2's test articles)."""
+    corpus = "wiki_splits" if name.split(".", 1)[-1].startswith("wiki2_") else "wiki_corpus"
+    return SNIPPET.substitute(name=name, corpus=corpus)
