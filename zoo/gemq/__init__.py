@@ -49,6 +49,22 @@ _QUANTIZED_NOTES = (
     "weights are packed low-bit buffers (codes + fp16 scale/zero per group of 128), dequantized on the fly. "
 )
 
+
+def _cfg(sha256: dict, num_params: int, notes: str, **extra) -> PretrainedCfg:
+    """The publication record of a GEMQ entry: the fields every entry shares, plus ``extra``."""
+    return PretrainedCfg(
+        paper=PAPER,
+        sha256=sha256,
+        task="text-generation",
+        datasets=_DATASETS,
+        headline="ppl",
+        num_params=num_params,
+        notes=notes,
+        input_format=INPUT_FORMAT,
+        **extra,
+    )
+
+
 register_model(
     "gemq.wiki_fp",
     default=True,
@@ -56,19 +72,14 @@ register_model(
     model_args={"arch": _ARCH},
     arm="fp16",
     smoke=("--data.init_args.train_limit=16", "--data.init_args.val_sequences=4"),
-    pretrained_cfg=PretrainedCfg(
-        paper=PAPER,
-        sha256={
+    pretrained_cfg=_cfg(
+        {
             "config.json": "7e1d044e2c123ce8327243202ce845a5e49aa0295a34b680619ef33e731a7b8b",
             "model.safetensors": "6a07d062e4e7f45d8b1ec1869d012eaf4590567998cf9a05a21bba9735ced92a",
             "tokenizer.json": "eece4dd0f977e212f31cfd05c1b4d36b8595935912b0af88646f46997fdecce4",
         },
-        task="text-generation",
-        datasets=_DATASETS,
-        headline="ppl",
-        num_params=4461696,
-        notes=_NOTES,
-        input_format=INPUT_FORMAT,
+        4461696,
+        _NOTES,
     ),
     **_COMMON,
 )
@@ -131,15 +142,10 @@ for _tag, _entry in _QUANTIZED.items():
         model_args=_quantized_args(_entry["budget"], _entry["widths"]),
         arm=f"gemq_router_ft_{_entry['slot']}",
         smoke=("--data.init_args.calib_size=4", "--model.init_args.gemq.method=rtn"),
-        pretrained_cfg=PretrainedCfg(
-            paper=PAPER,
-            sha256=_entry["sha256"],
-            task="text-generation",
-            datasets=_DATASETS,
-            headline="ppl",
-            num_params=_entry["num_params"],
-            notes=_NOTES + _QUANTIZED_NOTES + _entry.get("notes", ""),
-            input_format=INPUT_FORMAT,
+        pretrained_cfg=_cfg(
+            _entry["sha256"],
+            _entry["num_params"],
+            _NOTES + _QUANTIZED_NOTES + _entry.get("notes", ""),
             base_model="gemq.wiki_fp",  # the card's base_model: the float checkpoint these weights quantize
             base_model_relation="quantized",
         ),
@@ -208,15 +214,6 @@ for _tag, _entry in _V2.items():
         evaluate=_entry["evaluate"],
         arm="fp16",
         smoke=("--data.init_args.train_limit=16", "--data.init_args.val_sequences=4"),
-        pretrained_cfg=PretrainedCfg(
-            paper=PAPER,
-            sha256=_entry["sha256"],
-            task="text-generation",
-            datasets=_DATASETS,
-            headline="ppl",
-            num_params=_entry["num_params"],
-            notes=_NOTES_V2,
-            input_format=INPUT_FORMAT,
-        ),
+        pretrained_cfg=_cfg(_entry["sha256"], _entry["num_params"], _NOTES_V2),
         **_COMMON,
     )
