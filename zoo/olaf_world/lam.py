@@ -123,6 +123,31 @@ class MotionStem(nn.Module):
         return x.permute(0, 2, 3, 1).reshape(b, t, -1, x.shape[1])
 
 
+def transition_cnn(in_channels: int, side: int, out_dim: int, hidden: int = 128) -> nn.Sequential:
+    """Three stride-2 3x3 convolutions (32, 64, 64 channels, ReLU) to a ``side x side`` map, flattened (positions
+    kept), then Linear -> ReLU -> Linear to ``out_dim``: the frame-pair CNN of :class:`ConvActionEncoder` and of
+    the evaluation's inverse-dynamics classifier.
+
+    Args:
+        in_channels: Channels of the stacked frame pair (e.g. previous, next and their difference: 9 for RGB).
+        side: Side of the map after the three convolutions (input side / 8).
+        out_dim: Output width.
+        hidden: Width of the hidden linear layer.
+    """
+    return nn.Sequential(
+        nn.Conv2d(in_channels, 32, 3, stride=2, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(32, 64, 3, stride=2, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(64, 64, 3, stride=2, padding=1),
+        nn.ReLU(),
+        nn.Flatten(),
+        nn.Linear(64 * side * side, hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, out_dim),
+    )
+
+
 class ConvActionEncoder(nn.Module):
     """z_t from frames t-1 and t alone through a small CNN (ours; the spec's encoder is the ST transformer).
 
@@ -136,19 +161,8 @@ class ConvActionEncoder(nn.Module):
 
     def __init__(self, channels: int, image_size: int, latent_dim: int, hidden: int = 128) -> None:
         super().__init__()
-        side = image_size // 16
         self.net = nn.Sequential(
-            nn.AvgPool2d(2),
-            nn.Conv2d(3 * channels, 32, 3, stride=2, padding=1),
-            nn.ReLU(),
-            nn.Conv2d(32, 64, 3, stride=2, padding=1),
-            nn.ReLU(),
-            nn.Conv2d(64, 64, 3, stride=2, padding=1),
-            nn.ReLU(),
-            nn.Flatten(),
-            nn.Linear(64 * side * side, hidden),
-            nn.ReLU(),
-            nn.Linear(hidden, 2 * latent_dim),
+            nn.AvgPool2d(2), *transition_cnn(3 * channels, image_size // 16, 2 * latent_dim, hidden)
         )
 
     def forward(self, videos: torch.Tensor) -> torch.Tensor:

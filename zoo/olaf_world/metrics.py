@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from zoo.olaf_world.clips import NUM_ACTIONS
+from zoo.olaf_world.lam import transition_cnn
 
 
 def _logistic(seed: int = 0):
@@ -93,18 +94,7 @@ class InverseDynamics(nn.Module):
 
     def __init__(self, num_actions: int = NUM_ACTIONS) -> None:
         super().__init__()
-        self.net = nn.Sequential(
-            nn.Conv2d(9, 32, 3, stride=2, padding=1),  # previous, next, next - previous
-            nn.ReLU(),
-            nn.Conv2d(32, 64, 3, stride=2, padding=1),
-            nn.ReLU(),
-            nn.Conv2d(64, 64, 3, stride=2, padding=1),
-            nn.ReLU(),
-            nn.Flatten(),
-            nn.Linear(64 * 4 * 4, 128),
-            nn.ReLU(),
-            nn.Linear(128, num_actions),
-        )
+        self.net = transition_cnn(9, 4, num_actions)  # previous, next, next - previous at 32 px
 
     @staticmethod
     def inputs(previous: torch.Tensor, following: torch.Tensor) -> torch.Tensor:
