@@ -37,3 +37,18 @@ def test_every_arm_has_a_finite_loss(arm, tiny_demos):
     loss.backward()
     expected = {"flat": 1, "decoupled": 6, "coa": 6, "coa_skill_only": 4, "coa_grounding_only": 3}[arm]
     assert len(parts) == expected and np.isfinite(loss.item())
+
+
+def test_demo_cache_is_written_through_a_per_process_file(tmp_path, monkeypatch, tiny_demos):
+    """Two worker processes that build the same missing cache must not share one temporary file (a race that
+    made the second worker's rename fail)."""
+    import os
+
+    from zoo.deepha import data as D
+
+    written = []
+    monkeypatch.setattr(D, "generate", lambda *args, **kwargs: tiny_demos)
+    monkeypatch.setattr(D.Demos, "save", lambda self, path: (written.append(str(path)), open(path, "wb").close()))
+    D.BabyAIDemoDataModule(levels=("PutNextLocal",), episodes_per_level=2, cache_dir=str(tmp_path))._ensure("train", 2)
+    assert len(written) == 1 and f".{os.getpid()}.tmp" in written[0]
+    assert not list(tmp_path.glob("*.tmp.npz")) and len(list(tmp_path.glob("demos-*.npz"))) == 1

@@ -83,3 +83,19 @@ def test_window_below_one_is_refused():
 
     with pytest.raises(ValueError, match="W: the compression window must be >= 1"):
         block_start(3, 0)
+
+
+def test_thought_noise_changes_inputs_only():
+    from zoo.deepha.vocab import GROUNDING, SKILL, TYPE_SIZES
+
+    steps = _steps([(1, 2, 3)] * 40)
+    sequence = training_sequences([5, 6], steps, window=None)[0]
+    clean = to_arrays(sequence)
+    types, ids, targets, target_types = to_arrays(sequence, np.random.default_rng(0), p_noise=0.5)
+    assert np.array_equal(types, clean[0]) and np.array_equal(targets, clean[2])
+    assert np.array_equal(target_types, clean[3])
+    thought = np.isin(types, (*SKILL, *GROUNDING))
+    changed = ids != clean[1]
+    assert not changed[~thought].any()  # words, OBS rows and motor tokens are never touched
+    assert 0.2 < changed[thought].mean() < 0.6  # about p_noise, less the draws that hit the true id
+    assert all(0 <= v < TYPE_SIZES[k] for k, v in zip(types[thought], ids[thought], strict=True))

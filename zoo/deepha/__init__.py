@@ -29,7 +29,14 @@ Reconstructed choices (R) and deviations, in the order of the pipeline:
    1.0); each step's skill *and* grounding tokens are dropped together with p_drop = 0.3 (so the model can also
    act motor-only). Half the episodes (p_compress = 0.5) are trained as compressed contexts with W drawn from
    {2, 4, 8}, the other half with the full context, so the same weights serve ``coa`` and ``coa_compressed``.
-   AdamW (weight decay 0.01 on matrices), linear warm-up over 5% of the steps, cosine to 10%.
+   AdamW (weight decay 0.01 on matrices), linear warm-up over 5% of the steps, cosine to 10%. ``p_noise`` (R, not
+   in the paper; 0 = plain teacher forcing) replaces skill and grounding tokens *as context only* by random ones
+   (targets stay true). Why it exists (validation diagnosis, 2026-12-03, seed 0, 8 epochs): teacher-forced
+   accuracy on validation demos is high (skill 91-97%, grounding 83-86%, motor 95-96% on the local levels) because
+   a step's thoughts mostly copy the previous step's true ones; greedy rollouts then carry their own first mistakes
+   forward. With the bot's skill and grounding fed in, the same weights reach 72% multistep success (PutNextLocal
+   85%, UnlockLocal 100%, Synth 30%; 20 validation episodes each) against 4% when the model predicts them, and 20%
+   with the bot's skills but its own grounding: the conditioning works, the predicted grounding is the bottleneck.
 4. Compression (R, the paper's code was not released): the context of step t is the mission, the deduplicated
    skill triples of all steps before ``b = W floor(t / W)``, and the full tokens of steps b..t. So no OBS token
    is W or more steps old, and the prefix only changes at multiples of W: the KV cache (transformers'

@@ -111,7 +111,7 @@ class BabyAIDemoDataModule(pl.LightningDataModule):
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             demos = generate(self.levels, episodes, split, self.hparams.max_demo_steps)
-            tmp = path.with_suffix(".tmp.npz")
+            tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")  # per process: eval/tune workers may race here
             demos.save(tmp)
             tmp.replace(path)
         return path

@@ -52,6 +52,8 @@ class DeepHAModule(PretrainedMixin, pl.LightningModule):
             ``coa`` and ``coa_skill_only`` (the others have no skill memory to compress to, and act in full).
         block_keep: Fraction of a compressed episode's W-blocks trained (each block repeats the mission and the
             compressed prefix, so all of them would double the tokens of an epoch).
+        p_noise: Probability that a skill or grounding token is replaced, as context only, by a random one in
+            training (its target stays true: :func:`~zoo.deepha.sequences.to_arrays`); 0 is plain teacher forcing.
         windows: Compression windows drawn in training.
         window: The compression window W used at inference by ``coa_compressed``.
         seed: Seed of the drops and windows drawn in training.
@@ -78,14 +80,15 @@ class DeepHAModule(PretrainedMixin, pl.LightningModule):
         num_threads: int = 2,
         max_batch_tokens: int = 8192,
         block_keep: float = 0.5,
+        p_noise: float = 0.0,
     ):
         super().__init__()
         if arm not in ARMS:
             raise ValueError(f"arm: expected one of {', '.join(ARMS)}, got {arm!r}")
         if window < 1 or any(w < 1 for w in windows):
             raise ValueError(f"W: compression windows must be >= 1, got window={window}, windows={list(windows)}")
-        if not 0.0 <= p_drop <= 1.0 or not 0.0 <= p_compress <= 1.0 or not 0.0 < block_keep <= 1.0:
-            raise ValueError("p_drop and p_compress must lie in [0, 1], block_keep in (0, 1]")
+        if not all(0.0 <= p <= 1.0 for p in (p_drop, p_compress, p_noise)) or not 0.0 < block_keep <= 1.0:
+            raise ValueError("p_drop, p_compress and p_noise must lie in [0, 1], block_keep in (0, 1]")
         if d_model % n_head:
             raise ValueError(f"d_model ({d_model}) must be a multiple of n_head ({n_head})")
         self.save_hyperparameters()
@@ -135,7 +138,8 @@ class DeepHAModule(PretrainedMixin, pl.LightningModule):
                 full = self._steps(ep, offset, np.zeros(steps_n, bool), LAYOUTS["coa"])
                 low += [(tokens, [kind == MOT for kind, _ in tokens]) for tokens in full]
             offset += steps_n
-        out = {"groups": _groups([to_arrays(s) for s in sequences], h.max_batch_tokens)}
+        noise = h.p_noise if train else 0.0
+        out = {"groups": _groups([to_arrays(s, rng, noise) for s in sequences], h.max_batch_tokens)}
         if low:
             out["low_groups"] = _groups([to_arrays(s) for s in low], h.max_batch_tokens)
         out["images"] = torch.from_numpy(np.concatenate([ep["images"] for ep in episodes]))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from zoo.deepha.vocab import GND_F, GND_MAX, GND_R, GROUNDING, MOT, OBS, SKILL, WORD
+from zoo.deepha.vocab import GND_F, GND_MAX, GND_R, GROUNDING, MOT, OBS, SKILL, TYPE_SIZES, WORD
 
 IGNORE = -100
 
@@ -99,8 +99,14 @@ def training_sequences(mission, steps, window: int | None) -> list[tuple[list[tu
     return out
 
 
-def to_arrays(sequence: list[tuple[list[tuple[int, int]], list[bool]]]):
-    """(types, ids, target ids, target types) arrays of one sequence; targets sit one position early."""
+def to_arrays(sequence: list[tuple[list[tuple[int, int]], list[bool]]], rng=None, p_noise: float = 0.0):
+    """(types, ids, target ids, target types) arrays of one sequence; targets sit one position early.
+
+    ``p_noise`` (with ``rng``) replaces each skill and grounding *input* id by a uniformly random id of its type
+    with that probability; the targets keep the true ids. Teacher forcing alone lets the model copy the previous
+    step's (true) skill and grounding, so it learns little perception and, at inference, carries its own early
+    mistakes forward; noisy thoughts in the context make it re-derive them from the observation (R).
+    """
     tokens, is_target = sequence
     types = np.array([k for k, _ in tokens], dtype=np.int64)
     ids = np.array([v for _, v in tokens], dtype=np.int64)
@@ -109,4 +115,9 @@ def to_arrays(sequence: list[tuple[list[tuple[int, int]], list[bool]]]):
     mask = np.asarray(is_target[1:], dtype=bool)
     targets[:-1][mask] = ids[1:][mask]
     target_types[:-1][mask] = types[1:][mask]
+    if p_noise > 0.0:
+        thought = np.isin(types, (*SKILL, *GROUNDING)) & (rng.random(len(types)) < p_noise)
+        sizes = np.array([TYPE_SIZES[k] for k in range(len(TYPE_SIZES))])
+        ids = ids.copy()
+        ids[thought] = (rng.random(int(thought.sum())) * sizes[types[thought]]).astype(np.int64)
     return types, ids, targets, target_types

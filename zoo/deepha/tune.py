@@ -1,0 +1,200 @@
+"""Validation tuning of DeepHA's trained arms (``python -m zoo.deepha.tune``) -> ``zoo/deepha/tuning.json``.
+
+Every trained arm (``coa_compressed``, ``decoupled``, ``coa_skill_only``, ``coa_grounding_only``, ``flat``) gets
+the same trials (:data:`TRIALS`): its recipe's values and one departure per knob (learning rate, epochs, drop
+probability). An arm with no skill or grounding tokens to drop (``flat``, ``decoupled``) counts the drop trial as
+its recipe trial (the same fit: it is not trained twice). Each trial trains the arm's recipe with seed
+:data:`TUNE_SEED` (no evaluation seed uses it) and plays ``EPISODES`` greedy episodes of each training level on
+*validation* seeds (``coa_compressed`` with its compressed context, W = 4); the trial with the best mean success
+over the five levels is chosen (ties: the earlier trial). The test split is never read here.
+
+Two one-thread worker processes share the trials (a trial's result does not depend on the worker); each trial's
+result is kept in ``runs/deepha-tune/`` (keyed by the recipe texts and the trial), so an interrupted run resumes.
+``--dry-run`` runs every trial at toy size into ``runs/deepha-tune-dry.json`` (a check of the script, not a tuning).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from zoo._eval import piece_path
+
+TUNE_SEED = 100
+EPISODES = 50  # validation episodes per training level (the issue's protocol)
+RECIPES = {"coa": "recipes/deepha/babyai.yaml", "flat": "recipes/deepha/flat.yaml"}
+ARMS = ("coa_compressed", "decoupled", "coa_skill_only", "coa_grounding_only", "flat")
+#: The two values of each knob; a departure takes the one its arm's recipe does not hold.
+ALTERNATIVES = {"lr": (0.001, 0.003), "max_epochs": (6, 8), "p_drop": (0.3, 0.6)}
+#: The recipe's values (``{}``) and one departure per knob: the same four trials for every arm.
+TRIALS = [{}, {"lr": None}, {"max_epochs": None}, {"p_drop": None}]
+NO_DROPS = ("flat", "decoupled")  # arms whose streams have no skill/grounding tokens to drop
+FOLDER = Path("runs/deepha-tune")
+DRY_RUN_FILE = Path("runs/deepha-tune-dry.json")
+DRY_ARGS = [
+    "--trainer.max_steps=3",
+    "--data.init_args.episodes_per_level=4",
+    "--data.init_args.val_episodes_per_level=0",
+]
+NOTE = (
+    "trials: the recipe's values and one departure per knob; each trial one fit (seed 100) scored by greedy success on "
+    "{episodes} validation-seed episodes of each of the five training levels (coa_compressed with W = 4); flat and "
+    "decoupled have no tokens to drop, so their drop trial is their recipe trial"
+)
+
+
+def recipe_of(arm: str) -> str:
+    return RECIPES["flat" if arm == "flat" else "coa"]
+
+
+def fit_args(arm: str, trial: dict) -> list[str]:
+    """LightningCLI arguments of one trial (the arm's switch, then its knobs)."""
+    from zoo.deepha.evaluate import _ARM_SWITCH, KNOBS
+
+    return [*_ARM_SWITCH.get(arm, []), *(f"--{KNOBS[k]}={v}" for k, v in sorted(trial.items()))]
+
+
+def effective(arm: str, trial: dict) -> dict:
+    """The trial's knob values for ``arm``: a departure (``None``) takes the alternative to the recipe's value; a
+    drop probability does nothing for ``flat`` / ``decoupled`` and is left out."""
+    out = {}
+    for knob, value in trial.items():
+        if knob == "p_drop" and arm in NO_DROPS:
+            continue
+        if value is None:
+            from zoo.deepha.evaluate import _recipe_values
+
+            have = _recipe_values(recipe_of(arm))[knob]
+            value = next(v for v in ALTERNATIVES[knob] if v != have)
+        out[knob] = value
+    return out
+
+
+def trial_file(arm: str, trial: dict, dry: bool) -> Path:
+    recipes = [Path(p).read_text() for p in RECIPES.values()]
+    key = [arm, effective(arm, trial), recipes, TUNE_SEED, EPISODES, dry]
+    stem = "-".join(f"{k}{v}" for k, v in sorted(effective(arm, trial).items())) or "recipe"
+    return piece_path(FOLDER, f"{arm}-{stem}", key)
+
+
+def run_trial(arm: str, trial: dict, dry: bool = False) -> dict:
+    """Fit one trial and score it on validation episodes (stored in :func:`trial_file`)."""
+    import numpy as np
+    import torch
+
+    from zoo._eval import fit_recipe
+    from zoo.deepha.demos import MULTISTEP_LEVELS, TRAIN_LEVELS
+    from zoo.deepha.evaluate import PROTOCOL, episodes
+
+    path = trial_file(arm, trial, dry)
+    if path.is_file():
+        return json.loads(path.read_text())
+    started = time.perf_counter()
+    args = [*fit_args(arm, effective(arm, trial)), "--model.init_args.num_threads=1", *(DRY_ARGS if dry else [])]
+    model = fit_recipe(recipe_of(arm), TUNE_SEED, args, PROTOCOL.seed_args)
+    fit_s = time.perf_counter() - started
+    window = PROTOCOL.settings["window"].default if arm == "coa_compressed" else None
+    count = 2 if dry else EPISODES
+    torch.set_num_threads(1)
+    success = {}
+    for level in TRAIN_LEVELS:
+        runs = episodes(lambda batch=True, use_cache=True: model.batch_policy(window), level, "validation", count, 128)
+        success[level] = float(np.mean([r["success"] for r in runs]))
+    result = {
+        "arm": arm,
+        "trial": trial,
+        "success_all": float(np.mean(list(success.values()))),
+        "success_multistep": float(np.mean([success[lv] for lv in MULTISTEP_LEVELS])),
+        "success": success,
+        "fit_s": round(fit_s, 1),
+        "total_s": round(time.perf_counter() - started, 1),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result))
+    return result
+
+
+def main(workers: int = 2, dry: bool = False, arms=ARMS) -> dict:
+    """Run every arm's trials in ``workers`` one-thread processes and write the record."""
+    from zoo._recipes import resolve_recipe  # noqa: F401  (fail early outside a checkout)
+    from zoo.deepha.evaluate import TUNING_FILE, _recipe_values
+
+    jobs, seen = [], set()
+    for arm in arms:
+        for trial in TRIALS:
+            key = (arm, json.dumps(effective(arm, trial), sort_keys=True))
+            if key not in seen:
+                seen.add(key)
+                jobs.append({"arm": arm, "trial": effective(arm, trial)})
+    shares = [jobs[i::workers] for i in range(workers)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    procs = []
+    for share in shares:
+        if share:
+            command = [sys.executable, "-m", "zoo.deepha.tune", "--worker", json.dumps(share)]
+            procs.append(subprocess.Popen([*command, *(["--dry-run"] if dry else [])], env=env))
+    if any([proc.wait() != 0 for proc in procs]):  # a list: wait for every worker
+        raise SystemExit("a tuning worker failed (its trials done so far are kept in runs/deepha-tune/)")
+    record = {"grid": {}, "seed": TUNE_SEED, "episodes": EPISODES, "note": NOTE.format(episodes=EPISODES), "arms": {}}
+    for arm in arms:
+        base = _recipe_values(recipe_of(arm))
+        trials = [run_trial(arm, effective(arm, trial), dry) for trial in TRIALS]
+        best = max(range(len(trials)), key=lambda i: (trials[i]["success_all"], -i))
+        chosen = {k: base[k] for k in {k for t in TRIALS for k in t}} | effective(arm, TRIALS[best])
+        record["arms"][arm] = {"trials": trials, "chosen": chosen, "score": trials[best]["success_all"]}
+    record["grid"] = {k: list(v) for k, v in ALTERNATIVES.items()}
+    out = DRY_RUN_FILE if dry else TUNING_FILE
+    out.write_text(json.dumps(record, indent=1) + "\n")
+    print("wrote", out)
+    return record
+
+
+def apply_to_recipes(record: dict | None = None) -> list[str]:
+    """Write the chosen values of ``coa_compressed`` into babyai.yaml and of ``flat`` into flat.yaml (the published
+    recipes), line by line so their comments stay; returns the changed lines."""
+    import re
+
+    from zoo.deepha.evaluate import KNOBS, TUNING_FILE
+
+    record = record or json.loads(TUNING_FILE.read_text())
+    changed = []
+    for arm, recipe in (("coa_compressed", RECIPES["coa"]), ("flat", RECIPES["flat"])):
+        path = Path(recipe)
+        text = path.read_text()
+        for knob, value in record["arms"][arm]["chosen"].items():
+            name = KNOBS[knob].rsplit(".", 1)[-1]
+            pattern = re.compile(rf"^(\s+{name}: )([^\s#]+)", re.MULTILINE)
+            if len(pattern.findall(text)) != 1:
+                raise SystemExit(f"{recipe}: expected one line '{name}: ...'")
+            new = pattern.sub(lambda m, v=value: f"{m.group(1)}{v}", text)
+            if new != text:
+                changed.append(f"{recipe}: {name} = {value}")
+            text = new
+        path.write_text(text)
+    return changed
+
+
+if __name__ == "__main__":
+    import logging
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--dry-run", action="store_true", help="toy-size trials into runs/deepha-tune-dry.json")
+    parser.add_argument("--arms", nargs="+", default=list(ARMS))
+    parser.add_argument("--apply", action="store_true", help="write tuning.json's choices into the two recipes")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
+    if args.apply:
+        print("\n".join(apply_to_recipes()) or "the recipes already hold the chosen values")
+    elif args.worker:
+        for job in json.loads(args.worker):
+            result = run_trial(job["arm"], job["trial"], args.dry_run)
+            print(f"{job['arm']} {job['trial']}: success_all {result['success_all']:.3f} in {result['total_s']} s")
+    else:
+        main(args.workers, args.dry_run, tuple(args.arms))
