@@ -54,3 +54,19 @@ def test_setting_defaults_match_the_method_recipe(name):
                 assert value == setting.default, (
                     f"{name}: setting {key}={setting.default!r}, recipe {recipe_key}={value!r}"
                 )
+
+
+def test_cached_piece_measures_once_and_reads_back(tmp_path):
+    from zoo._eval import cached_piece, piece_path
+
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"acc": 0.5}
+
+    path = piece_path(tmp_path / "pieces", "arm-seed0", {"arm": "arm", "seed": 0})
+    assert cached_piece(path, compute) == {"acc": 0.5} and path.is_file()
+    assert cached_piece(path, compute) == {"acc": 0.5}
+    assert len(calls) == 1, "a stored piece must not be measured again"
+    assert cached_piece(None, compute) == {"acc": 0.5} and len(calls) == 2  # no cache: always measured

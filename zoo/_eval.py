@@ -420,6 +420,22 @@ def piece_path(folder: str | Path, stem: str, key: Any) -> Path:
     return Path(folder) / f"{stem}-{digest}.json"
 
 
+def cached_piece(path: Path | None, compute: Callable[[], dict[str, float]]) -> dict[str, float]:
+    """The scores stored at ``path`` (a :func:`piece_path`), else ``compute()`` stored there; no cache if None.
+
+    Args:
+        path: The piece's JSON file, or None when the evaluation runs without a cache.
+        compute: Measures the piece (called only when nothing is stored).
+    """
+    if path is not None and path.is_file():
+        return json.loads(path.read_text())
+    scores = compute()
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(scores))
+    return scores
+
+
 def fit_recipe(recipe: str, seed: int, overrides: Sequence[str] = (), seed_args=("seed_everything",), cache=None):
     """Train the recipe's model with ``seed`` and ``overrides`` through the zoo's LightningCLI.
 

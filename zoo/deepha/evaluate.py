@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo._errors import ZooError
-from zoo._eval import Claim, Protocol, Setting, Tuning, beats, piece_path
+from zoo._eval import Claim, Protocol, Setting, Tuning, beats, cached_piece, piece_path
 from zoo.deepha.demos import LEVELS, MULTISTEP_LEVELS, TRAIN_LEVELS, make_env, split_seed
 
 CONTEXT_LEVELS = ("Synth", "GoTo", "BossLevel")
@@ -263,14 +263,7 @@ def piece(arm: str, run, folder: str | Path | None = None) -> Path | None:
 
 def measure(arm: str, run) -> dict[str, float]:
     """One arm, one seed: a stored piece (see :func:`prepare`) or measured here."""
-    path = piece(arm, run, run.cache.get("pieces"))
-    if path is not None and path.is_file():
-        return json.loads(path.read_text())
-    scores = _measure(arm, run)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(scores))
-    return scores
+    return cached_piece(piece(arm, run, run.cache.get("pieces")), lambda: _measure(arm, run))
 
 
 def _jobs(runs) -> list[dict]:

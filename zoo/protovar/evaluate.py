@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo._eval import Claim, Protocol, Setting, Tuning, beats, piece_path
+from zoo._eval import Claim, Protocol, Setting, Tuning, beats, cached_piece, piece_path
 from zoo._serialization import weights_digest
 
 TUNING_FILE = Path(__file__).with_name("tuning.json")
@@ -277,14 +277,7 @@ def _cache_file(arm: str, run) -> Path | None:
 
 
 def measure(arm: str, run) -> dict[str, float]:
-    path = _cache_file(arm, run)
-    if path is not None and path.is_file():
-        return json.loads(path.read_text())
-    scores = _measure(arm, run)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(scores))
-    return scores
+    return cached_piece(_cache_file(arm, run), lambda: _measure(arm, run))
 
 
 def _measure(arm: str, run) -> dict[str, float]:
