@@ -11,7 +11,7 @@ reads them all::
     flock /tmp/zoo-cpu.lock .venv/bin/zoo eval gemq.wiki2_mixtral_fp --json gemq_v2_mixtral.json --card
 
 ``--time-limit`` starts no arm once that many seconds have passed (the piece is resumable: run it again).
-The v2 bases must be registered (``gemq.wiki2_mixtral_fp`` / ``gemq.wiki2_qwen2moe_fp``) and pinned first.
+The v2 bases must be pinned first; a base still in ``zoo.gemq._V2_PENDING`` is registered for the run.
 """
 
 from __future__ import annotations
@@ -33,7 +33,13 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=1e9, help="start no arm after this many seconds")
     args = parser.parse_args()
 
+    import zoo
+    from zoo.gemq import _V2_PENDING, register_v2
     from zoo.gemq.evaluate_v2 import CACHE_ENV, FP_NAMES, KINDS, arm_name, build
+
+    tag = FP_NAMES[args.arch].split(".", 1)[1]
+    if tag in _V2_PENDING and FP_NAMES[args.arch] not in zoo.list_models("gemq"):
+        register_v2(tag, _V2_PENDING[tag])  # pinned, not yet published: its pieces run before its card exists
 
     if not os.environ.get(CACHE_ENV):
         raise SystemExit(f"set {CACHE_ENV} to the folder that keeps the pieces")

@@ -145,6 +145,9 @@ def test_card_metadata_the_hub_understands(name):
 
 def test_quantized_gemq_entries_name_their_float_base_model():
     for name in zoo.list_models("gemq"):
-        cfg = zoo.get_entry(name).pretrained_cfg
-        expected = (None, None) if name == "gemq.wiki_fp" else ("gemq.wiki_fp", "quantized")
+        entry = zoo.get_entry(name)
+        cfg = entry.pretrained_cfg
+        float_base = entry.eval_arm == "fp16"  # gemq.wiki_fp and the issue-32 bases gemq.wiki2_*_fp
+        expected = (None, None) if float_base else ("gemq.wiki_fp", "quantized")
         assert (cfg.base_model, cfg.base_model_relation) == expected, name
+    assert zoo.get_entry("gemq.wiki_2bit").eval_arm != "fp16"

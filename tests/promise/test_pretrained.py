@@ -37,13 +37,16 @@ def test_one_entry_serves_every_ddpm_arm():
     assert {arm: entry.name for arm, entry in paper_arms(NAME).items()} == {"ddpm_debiased": NAME}
 
 
-def test_published_encoder_is_bit_identical_to_the_datamodules(published):
+def test_published_encoder_matches_the_datamodules(published):
+    """The encoder is recomputed from the data (a float64 PCA): equal up to float64 round-off, which depends on
+    the number of BLAS threads (a 1-core machine differs from a 2-core one in the last bits)."""
     from zoo.promise.data import ProMiSEDataModule
 
     data = ProMiSEDataModule()
     data.setup()
     for key, value in data.encoder().items():
-        assert torch.equal(getattr(published, key), value.to(getattr(published, key).dtype)), key
+        mine = getattr(published, key)
+        torch.testing.assert_close(mine, value.to(mine.dtype), rtol=0, atol=1e-10, msg=key)
 
 
 def test_checkpoint_reproduces_its_cards_debiased_success(published, card):

@@ -206,14 +206,20 @@ _V2_PENDING = {
     },
 }
 
-for _tag, _entry in _V2.items():
+
+def register_v2(tag: str, entry: dict) -> None:
+    """Register one issue-32 base (an entry of ``_V2``, or of ``_V2_PENDING`` when its evaluation pieces run)."""
     register_model(
-        f"gemq.{_tag}",
-        description=_entry["description"],
-        model_args={"arch": _ARCH_V2[_entry["arch"]], **_TRAIN_V2},
-        evaluate=_entry["evaluate"],
+        f"gemq.{tag}",
+        description=entry["description"],
+        model_args={"arch": _ARCH_V2[entry["arch"]], **_TRAIN_V2},
+        evaluate=entry["evaluate"],
         arm="fp16",
         smoke=("--data.init_args.train_limit=16", "--data.init_args.val_sequences=4"),
-        pretrained_cfg=_cfg(_entry["sha256"], _entry["num_params"], _NOTES_V2),
+        pretrained_cfg=_cfg(entry["sha256"], entry["num_params"], _NOTES_V2),
         **_COMMON,
     )
+
+
+for _tag, _entry in _V2.items():
+    register_v2(_tag, _entry)
