@@ -60,17 +60,5 @@ step_card() { "${ZOO[@]}" eval deepha --json runs/deepha-chain/eval.json --card;
 
 STEPS=("$@")
 [[ ${#STEPS[@]} -gt 0 ]] || STEPS=(tune apply fit_coa fit_flat)
-for step in "${STEPS[@]}"; do
-  declare -F "step_$step" >/dev/null || { echo "unknown step $step" >&2; exit 2; }
-done
-echo "deepha chain in $ROOT (SMOKE=$SMOKE): ${STEPS[*]}"
-CHAIN_START=$(date +%s)
-for step in "${STEPS[@]}"; do
-  echo "=== $(date -u +%T) step $step"
-  start=$(date +%s)
-  "step_$step"
-  line="step $step: $(($(date +%s) - start)) s"
-  echo "=== $(date -u +%T) $line"
-  echo "$(date -u +%F' '%T) SMOKE=$SMOKE $line" >>"$TIMES"
-done
-echo "=== total $(($(date +%s) - CHAIN_START)) s (per-step times also in $ROOT/$TIMES)"
+source "$ROOT/benchmarks/chain_steps.sh"
+run_steps "deepha chain in $ROOT (SMOKE=$SMOKE)" "${STEPS[@]}"

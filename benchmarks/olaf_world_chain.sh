@@ -65,9 +65,5 @@ step_card() {
 
 steps=("$@")
 [[ ${#steps[@]} -gt 0 ]] || steps=(data tune fit eval card)
-for s in "${steps[@]}"; do
-  started=$(date +%s)
-  echo "== olaf_world chain: $s ($(date -u +%H:%M:%S))"
-  "step_$s"
-  echo "$s $(( $(date +%s) - started )) s" | tee -a "$TIMES"
-done
+source "$ROOT/benchmarks/chain_steps.sh"
+run_steps "olaf_world chain in $ROOT" "${steps[@]}"

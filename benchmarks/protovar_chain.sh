@@ -99,17 +99,5 @@ step_cards() {
 
 STEPS=("$@")
 [[ ${#STEPS[@]} -gt 0 ]] || STEPS=(tokenizer var tune distilled eval card summary)
-for step in "${STEPS[@]}"; do
-  declare -F "step_$step" >/dev/null || { echo "unknown step $step" >&2; exit 2; }
-done
-echo "protovar chain in $ROOT (SMOKE=$SMOKE): ${STEPS[*]}; zoo from $("$PY" -c 'import zoo; print(zoo.__file__)')"
-CHAIN_START=$(date +%s)
-for step in "${STEPS[@]}"; do
-  echo "=== $(date -u +%T) step $step"
-  start=$(date +%s)
-  "step_$step"
-  line="step $step: $(($(date +%s) - start)) s"
-  echo "=== $(date -u +%T) $line"
-  echo "$(date -u +%F' '%T) SMOKE=$SMOKE $line" >>"$TIMES"
-done
-echo "=== total $(($(date +%s) - CHAIN_START)) s (per-step times also in $ROOT/$TIMES)"
+source "$ROOT/benchmarks/chain_steps.sh"
+run_steps "protovar chain in $ROOT (SMOKE=$SMOKE), zoo from $("$PY" -c 'import zoo; print(zoo.__file__)')" "${STEPS[@]}"
