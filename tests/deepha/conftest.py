@@ -19,6 +19,21 @@ def random_coa():
     return DeepHAModule(arm="coa", max_len=1024).eval()
 
 
+@pytest.fixture(scope="session")
+def random_coa_film():
+    """The same, with the mission-conditioned (FiLM) OBS encoder."""
+    from zoo.deepha.module import DeepHAModule
+
+    torch.manual_seed(0)
+    return DeepHAModule(arm="coa", max_len=1024, obs_encoder="film").eval()
+
+
+@pytest.fixture(params=["mlp", "film"])
+def coa_module(request):
+    """``random_coa`` or ``random_coa_film``: tests of the agent's bookkeeping run with both OBS encoders."""
+    return request.getfixturevalue("random_coa" if request.param == "mlp" else "random_coa_film")
+
+
 @pytest.fixture(autouse=True)
 def one_thread():
     """Single-token decoder calls are faster on one thread (and two threads thrash on a shared machine)."""

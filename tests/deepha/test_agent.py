@@ -9,10 +9,10 @@ from zoo.deepha.sequences import context
 
 
 @pytest.mark.parametrize("window", [None, 4])
-def test_cached_and_uncached_logits_agree(random_coa, window):
+def test_cached_and_uncached_logits_agree(coa_module, window):
     runs = {}
     for use_cache in (True, False):
-        policy = random_coa.policy(window=window, use_cache=use_cache)
+        policy = coa_module.policy(window=window, use_cache=use_cache)
         runs[use_cache] = (run_episode(policy, "Synth", 3, horizon=12), policy.last_logits)
     (cached, cached_logits), (plain, plain_logits) = runs[True], runs[False]
     assert cached["actions"] == plain["actions"]
@@ -30,9 +30,9 @@ def test_agent_context_is_the_compression_rule(random_coa, window):
         assert policy.context_lengths[t] == len(context(policy.mission, policy.steps, t, window)) - 1
 
 
-def test_greedy_rollout_is_deterministic(random_coa):
-    first = run_episode(random_coa.policy(window=4), "PutNextLocal", 7, horizon=20)
-    second = run_episode(random_coa.policy(window=4), "PutNextLocal", 7, horizon=20)
+def test_greedy_rollout_is_deterministic(coa_module):
+    first = run_episode(coa_module.policy(window=4), "PutNextLocal", 7, horizon=20)
+    second = run_episode(coa_module.policy(window=4), "PutNextLocal", 7, horizon=20)
     assert first["actions"] == second["actions"] and first["context"] == second["context"]
 
 
@@ -52,6 +52,8 @@ def test_bad_window_and_arm():
         DeepHAModule(window=0)
     with pytest.raises(ValueError, match="arm: expected one of"):
         DeepHAModule(arm="vla")
+    with pytest.raises(ValueError, match="obs_encoder: expected one of mlp, film, got 'cnn'"):
+        DeepHAModule(obs_encoder="cnn")
     with pytest.raises(ValueError, match="W: "):
         Policy(None, None, "coa", window=0)
 
@@ -63,14 +65,16 @@ def test_random_reference_runs():
     assert result["steps"] >= 1 and np.all(np.asarray(result["actions"]) < 7)
 
 
-@pytest.mark.parametrize("arm,window", [("coa", None), ("coa", 4), ("decoupled", None)])
-def test_batched_episodes_match_one_at_a_time(arm, window):
+@pytest.mark.parametrize(
+    "arm,window,encoder", [("coa", None, "mlp"), ("coa", 4, "mlp"), ("decoupled", None, "mlp"), ("coa", 4, "film")]
+)
+def test_batched_episodes_match_one_at_a_time(arm, window, encoder):
     from zoo.deepha.agent import run_episodes
     from zoo.deepha.demos import split_seed
     from zoo.deepha.module import DeepHAModule
 
     torch.manual_seed(1)
-    module = DeepHAModule(arm=arm).eval()
+    module = DeepHAModule(arm=arm, obs_encoder=encoder).eval()
     seeds = [split_seed("validation", "PickupLoc", i) for i in range(4)]
     single = [run_episode(module.policy(window=window), "PickupLoc", s, horizon=9) for s in seeds]
     batch = run_episodes(module.batch_policy(window), "PickupLoc", seeds, horizon=9)

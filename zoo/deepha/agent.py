@@ -24,6 +24,24 @@ from zoo.deepha.vocab import GND_MAX, LAYOUTS, MOT, OBS, WORD, mission_tokens
 HORIZON = 128  # every arm's episodes are cut here (a cut episode failed): 7 x 128 tokens fit the 1024 positions
 
 
+@torch.no_grad()
+def mission_codes(embedder, missions: list[list[int]]) -> torch.Tensor | None:
+    """The OBS encoder's codes of each row's mission, or None when it does not read the mission (``mlp``)."""
+    if not getattr(embedder, "needs_mission", False):  # also embedders without the attribute (the Crafter adapter)
+        return None
+    ids = torch.zeros(len(missions), max(len(m) for m in missions), dtype=torch.long)
+    for i, mission in enumerate(missions):
+        ids[i, : len(mission)] = torch.as_tensor(mission, dtype=torch.long)
+    return embedder.mission_codes(ids)
+
+
+def observe(embedder, images: torch.Tensor, dirs: torch.Tensor, codes: torch.Tensor | None) -> torch.Tensor:
+    """OBS embeddings; ``codes`` (from :func:`mission_codes`, once per episode) only for a mission-aware encoder."""
+    if codes is None:
+        return embedder.observe(images, dirs)
+    return embedder.observe(images, dirs, codes=codes)
+
+
 class Policy:
     """A greedy agent over one decoder (``low`` adds the decoupled low-level decoder).
 
@@ -51,6 +69,7 @@ class Policy:
 
     def reset(self, mission: str | list[int]) -> None:
         self.mission = mission_tokens(mission) if isinstance(mission, str) else [int(w) for w in mission]
+        self.codes = mission_codes(self.embedder, [self.mission])
         self.steps: list[list[tuple[int, int]]] = []
         self.obs: list[torch.Tensor] = []
         self.ctx: list[torch.Tensor] = [self._embed(WORD, w) for w in self.mission]
@@ -84,7 +103,7 @@ class Policy:
         t = len(self.steps)
         if self.window is not None and t > 0 and block_start(t, self.window) == t:
             self._rebuild(t)
-        obs = self.embedder.observe(torch.as_tensor(image)[None], torch.tensor([int(direction)]))[0]
+        obs = observe(self.embedder, torch.as_tensor(image)[None], torch.tensor([int(direction)]), self.codes)[0]
         self.obs.append(obs)
         self.ctx.append(obs)
         tokens = [(OBS, t)]
@@ -187,6 +206,7 @@ class BatchPolicy:
 
     def reset(self, missions: list[str]) -> None:
         self.missions = [mission_tokens(m) if isinstance(m, str) else list(m) for m in missions]
+        self.codes = mission_codes(self.embedder, self.missions)
         self.steps = [[] for _ in missions]
         self.context_lengths = [[] for _ in missions]
 
@@ -218,7 +238,7 @@ class BatchPolicy:
     def act(self, images: np.ndarray, dirs: np.ndarray) -> np.ndarray:
         """Motor actions ``[B]`` for the batch's observations ``[B, 7, 7, 3]`` and directions ``[B]``."""
         t = len(self.steps[0])
-        obs = self.embedder.observe(torch.as_tensor(np.asarray(images)), torch.as_tensor(np.asarray(dirs)))
+        obs = observe(self.embedder, torch.as_tensor(np.asarray(images)), torch.as_tensor(np.asarray(dirs)), self.codes)
         if t == 0 or (self.window is not None and block_start(t, self.window) == t):
             rows = []
             for i, mission in enumerate(self.missions):

@@ -8,38 +8,130 @@ until 5.40): nothing of the attention or the cache is written here.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from zoo.deepha.vocab import ACTION_TYPES, N_DISCRETE, OBS, TYPE_OFFSETS, TYPE_SIZES
+from zoo.deepha.vocab import ACTION_TYPES, MISSION_WORDS, N_DISCRETE, OBS, TYPE_OFFSETS, TYPE_SIZES
 
 N_OBJECTS, N_COLOURS, N_STATES = 11, 6, 3  # MiniGrid's OBJECT_TO_IDX, COLOR_TO_IDX, STATE_TO_IDX
+OBS_ENCODERS = ("mlp", "film")
+
+
+def check_obs_encoder(obs_encoder: str) -> None:
+    if obs_encoder not in OBS_ENCODERS:
+        raise ValueError(f"obs_encoder: expected one of {', '.join(OBS_ENCODERS)}, got {obs_encoder!r}")
+
+
+class FiLMEncoder(nn.Module):
+    """BabyAI's mission-conditioned image encoder: 3x3 convolutions over the cell map, each FiLM-modulated.
+
+    The mission (word ids, 0 = padding) is read by a GRU; its last hidden state gives every conv block a
+    per-channel scale and shift (``relu((1 + gamma) * conv(x) + beta)``); the last map is flattened (it keeps
+    where things are: the grounding is an offset in the view) and projected to ``d_model``. No normalisation
+    layer, so an OBS embedding depends on its own image and mission only (not on the batch).
+
+    Args:
+        in_channels: Channels of the cell map (the concatenated object, colour and state embeddings).
+        d_model: Output width.
+        channels: Output channels of each 3x3 conv block.
+        word_dim: Width of the mission's word embeddings.
+        mission_dim: Hidden size of the mission GRU.
+    """
+
+    def __init__(self, in_channels: int, d_model: int, channels=(64, 64, 32), word_dim: int = 32, mission_dim=64):
+        super().__init__()
+        self.words = nn.Embedding(len(MISSION_WORDS), word_dim, padding_idx=0)
+        self.gru = nn.GRU(word_dim, mission_dim, batch_first=True)
+        widths = (in_channels, *channels)
+        self.convs = nn.ModuleList(nn.Conv2d(a, b, 3, padding=1) for a, b in zip(widths[:-1], widths[1:], strict=True))
+        self.films = nn.ModuleList(nn.Linear(mission_dim, 2 * c) for c in channels)
+        self.out = nn.Linear(channels[-1] * 49, d_model)
+
+    def encode_mission(self, missions: torch.Tensor) -> torch.Tensor:
+        """``[M, L]`` word ids, right-padded with 0 -> ``[M, mission_dim]`` (the GRU state at the last word)."""
+        lengths = (missions != 0).sum(1).clamp(min=1)
+        states, _ = self.gru(self.words(missions))
+        return states[torch.arange(len(missions)), lengths - 1]  # the GRU is causal: padding after it is unseen
+
+    def forward(self, cells: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
+        """``[N, 7, 7, C]`` cell embeddings and ``[N, mission_dim]`` mission codes -> ``[N, d_model]``."""
+        x = cells.permute(0, 3, 1, 2)
+        for conv, film in zip(self.convs, self.films, strict=True):
+            gamma, beta = film(codes)[..., None, None].chunk(2, dim=1)
+            x = F.relu((1 + gamma) * conv(x) + beta)
+        return self.out(x.flatten(1))
 
 
 class Embedder(nn.Module):
     """Token embeddings: discrete tokens by (type, id); OBS tokens from the 7x7x3 grid and the direction.
 
-    OBS: object, colour and state embeddings (16 each) concatenated per cell, 49 x 48 flattened, a 2-layer MLP
-    to ``d_model``, plus a direction embedding. Every token also gets a learned token-type embedding.
+    OBS: object, colour and state embeddings (16 each) concatenated per cell, then either (``obs_encoder="mlp"``)
+    the 49 x 48 values flattened through a 2-layer MLP to ``d_model`` (318k parameters; it does not see the
+    mission), or (``"film"``) the [48, 7, 7] map through :class:`FiLMEncoder`, conditioned on the episode's
+    mission (325k parameters: 3 conv blocks 64/64/32 channels, a GRU over 32-dim word embeddings with 64 hidden
+    units, FiLM generators, 1568 -> d projection). Either way a direction embedding is added, and every token also
+    gets a learned token-type embedding.
+
+    Args:
+        d_model: Width.
+        cell_dim: Width of each of the object, colour and state embeddings of a cell.
+        obs_encoder: ``"mlp"`` or ``"film"``.
     """
 
-    def __init__(self, d_model: int, cell_dim: int = 16):
+    def __init__(self, d_model: int, cell_dim: int = 16, obs_encoder: str = "mlp"):
         super().__init__()
+        check_obs_encoder(obs_encoder)
+        self.obs_encoder = obs_encoder
         self.tokens = nn.Embedding(N_DISCRETE, d_model)
         self.types = nn.Embedding(8, d_model)
         self.objects = nn.Embedding(N_OBJECTS, cell_dim)
         self.colours = nn.Embedding(N_COLOURS, cell_dim)
         self.states = nn.Embedding(N_STATES, cell_dim)
-        self.obs_mlp = nn.Sequential(nn.Linear(49 * 3 * cell_dim, d_model), nn.GELU(), nn.Linear(d_model, d_model))
+        if obs_encoder == "mlp":  # created in the same order as before the option: seeded inits are unchanged
+            self.obs_mlp = nn.Sequential(nn.Linear(49 * 3 * cell_dim, d_model), nn.GELU(), nn.Linear(d_model, d_model))
+        else:
+            self.obs_film = FiLMEncoder(3 * cell_dim, d_model)
         self.directions = nn.Embedding(4, d_model)
         self.register_buffer("offsets", torch.tensor([TYPE_OFFSETS[k] for k in range(8)]), persistent=False)
 
-    def observe(self, images: torch.Tensor, dirs: torch.Tensor) -> torch.Tensor:
-        """``[N, 7, 7, 3]`` grids and ``[N]`` directions -> ``[N, d]`` OBS embeddings (type embedding added)."""
+    @property
+    def needs_mission(self) -> bool:
+        """Whether :meth:`observe` reads the mission (the ``film`` encoder)."""
+        return self.obs_encoder == "film"
+
+    def mission_codes(self, missions) -> torch.Tensor:
+        """``[N, L]`` word ids (0-padded) -> ``[N, mission_dim]`` mission codes (``film`` only); equal rows are
+        encoded once (a training batch repeats its episode's mission for every image)."""
+        if not self.needs_mission:
+            raise ValueError(f"mission codes: the {self.obs_encoder!r} OBS encoder does not read the mission")
+        missions = torch.as_tensor(missions).long()
+        unique, inverse = torch.unique(missions, dim=0, return_inverse=True)
+        return self.obs_film.encode_mission(unique)[inverse]
+
+    def observe(
+        self, images: torch.Tensor, dirs: torch.Tensor, missions: torch.Tensor | None = None, codes=None
+    ) -> torch.Tensor:
+        """``[N, 7, 7, 3]`` grids and ``[N]`` directions -> ``[N, d]`` OBS embeddings (type embedding added).
+
+        Args:
+            images: MiniGrid encodings ``[N, 7, 7, 3]``.
+            dirs: Directions ``[N]``.
+            missions: Each image's mission word ids ``[N, L]`` (0-padded); needed by ``film``, ignored by ``mlp``.
+            codes: Precomputed :meth:`mission_codes` ``[N, mission_dim]`` instead of ``missions`` (``film``).
+        """
         images = images.long()
         cells = torch.cat(
             [self.objects(images[..., 0]), self.colours(images[..., 1]), self.states(images[..., 2])], dim=-1
         )
-        return self.obs_mlp(cells.flatten(1)) + self.directions(dirs.long()) + self.types.weight[OBS]
+        if self.obs_encoder == "mlp":
+            encoded = self.obs_mlp(cells.flatten(1))
+        else:
+            if codes is None:
+                if missions is None:
+                    raise ValueError("missions: the film OBS encoder needs each image's mission word ids [N, L]")
+                codes = self.mission_codes(missions)
+            encoded = self.obs_film(cells, codes)
+        return encoded + self.directions(dirs.long()) + self.types.weight[OBS]
 
     def forward(self, types: torch.Tensor, ids: torch.Tensor, obs: torch.Tensor | None = None) -> torch.Tensor:
         """``[B, L]`` token types and ids -> ``[B, L, d]``; an OBS token's id is its row of ``obs [N, d]``."""
