@@ -172,7 +172,8 @@ def _register(sha256: dict[str, dict[str, str]], num_params: int) -> None:
             0.02,
             "SeqDelta-REPA latent action model (beta-VAE LAM aligned to EfficientNet-Lite0 feature differences), "
             "Crafter",
-            "lambda = 0.02 (the authors'), beta = 1e-5, lr 1e-3, 1,600 steps: chosen on validation worlds (tuning.json). ",
+            "lambda = 0.02 (the authors'), beta = 1e-5, lr 1e-3, 1,600 steps: chosen on validation worlds "
+            "(tuning.json). ",
         ),
         "olaf_world.vae": (
             "lam_vae",
