@@ -162,6 +162,12 @@ _INPUT = {
 }
 
 
+# The recipes' model (recipes/olaf_world/{align,vae}.yaml): the published architecture, so zoo.load(name) without
+# weights builds what the checkpoints hold.
+_RECIPE_ARGS = {"lr": 1e-3, "patch": 16, "residual": True, "shift_kernel": 15, "logvar_init": -6.0, "encoder": "conv",
+                "kl_warmup_steps": 200}  # fmt: skip
+
+
 def _register(sha256: dict[str, dict[str, str]], num_params: int) -> None:
     """Register the published entries whose files are pinned in ``sha256``."""
     from zoo._registry import PretrainedCfg, register_model
@@ -191,7 +197,7 @@ def _register(sha256: dict[str, dict[str, str]], num_params: int) -> None:
             module="zoo.olaf_world.module:OlafLAMModule",
             default=name == "olaf_world.align",
             description=description,
-            model_args={"align_weight": align_weight},
+            model_args={**_RECIPE_ARGS, "align_weight": align_weight, "beta": 1e-5 if align_weight else 1e-6},
             requires=("crafter", "sklearn", "efficientnet_lite_pytorch"),
             extra="games,vision",
             arm=arm,

@@ -114,7 +114,9 @@ class OlafLAMModule(PretrainedMixin, pl.LightningModule):
                 encoder=encoder,
             )
             self.head = TrajectoryHead(latent_dim, teacher_dim)
-        self.example_input_array = torch.rand(2, clip_length, image_size, image_size, 3)
+        # fixed frames (not the global RNG): two instances of the same weights give the same example output
+        example = torch.Generator().manual_seed(0)
+        self.example_input_array = torch.rand(2, clip_length, image_size, image_size, 3, generator=example)
         self._val: list[dict[str, torch.Tensor]] = []
 
     def forward(self, videos: torch.Tensor) -> torch.Tensor:
