@@ -17,11 +17,6 @@ N_OBJECTS, N_COLOURS, N_STATES = 11, 6, 3  # MiniGrid's OBJECT_TO_IDX, COLOR_TO_
 OBS_ENCODERS = ("mlp", "film")
 
 
-def check_obs_encoder(obs_encoder: str) -> None:
-    if obs_encoder not in OBS_ENCODERS:
-        raise ValueError(f"obs_encoder: expected one of {', '.join(OBS_ENCODERS)}, got {obs_encoder!r}")
-
-
 class FiLMEncoder(nn.Module):
     """BabyAI's mission-conditioned image encoder: 3x3 convolutions over the cell map, each FiLM-modulated.
 
@@ -80,7 +75,8 @@ class Embedder(nn.Module):
 
     def __init__(self, d_model: int, cell_dim: int = 16, obs_encoder: str = "mlp"):
         super().__init__()
-        check_obs_encoder(obs_encoder)
+        if obs_encoder not in OBS_ENCODERS:
+            raise ValueError(f"obs_encoder: expected one of {', '.join(OBS_ENCODERS)}, got {obs_encoder!r}")
         self.obs_encoder = obs_encoder
         self.tokens = nn.Embedding(N_DISCRETE, d_model)
         self.types = nn.Embedding(8, d_model)

@@ -14,7 +14,7 @@ from zoo._distributed import refuse_distributed
 from zoo._inference import PretrainedMixin
 from zoo.common.schedules import warmup_cosine
 from zoo.deepha.agent import Policy
-from zoo.deepha.model import Decoder, Embedder, check_obs_encoder
+from zoo.deepha.model import Decoder, Embedder
 from zoo.deepha.sequences import IGNORE, step_tokens, to_arrays, training_sequences
 from zoo.deepha.vocab import ACTION_TYPES, GROUNDING, LAYOUTS, MOT, OBS, SKILL, WORD
 
@@ -96,7 +96,6 @@ class DeepHAModule(PretrainedMixin, pl.LightningModule):
             raise ValueError("p_drop, p_compress and p_noise must lie in [0, 1], block_keep in (0, 1]")
         if d_model % n_head:
             raise ValueError(f"d_model ({d_model}) must be a multiple of n_head ({n_head})")
-        check_obs_encoder(obs_encoder)
         self.save_hyperparameters()
         self.layout = LAYOUTS[ARMS[arm]]
         self.embedder = Embedder(d_model, obs_encoder=obs_encoder)
