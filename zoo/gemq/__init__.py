@@ -39,7 +39,7 @@ _NOTES = (
     "are quantized (the paper also puts attention at 4 bits); routers, embeddings and head stay full precision. "
     "GPTQ group 128 with fp16 scale and zero; packed bit-planes, dequantized on the fly in torch (no Triton kernels). "
     "HiGHS (scipy.optimize.milp) replaces Gurobi. Weights are stored in fp16 and computed in fp32. "
-    "zoo eval gemq (see the card) compares GEMQ with per-layer and uniform allocation and a round-to-nearest "
+    "zoo eval gemq.wiki_fp (see the card) compares GEMQ with per-layer and uniform allocation and a round-to-nearest "
     "reference at 2.5 / 2.0 / 1.5 bits over 5 calibration seeds; the card's claims table says which of the paper's "
     "claims hold here (router fine-tuning with the paper's settings does not: see issue 32). "
 )
@@ -67,7 +67,6 @@ def _cfg(sha256: dict, num_params: int, notes: str, **extra) -> PretrainedCfg:
 
 register_model(
     "gemq.wiki_fp",
-    default=True,
     description="Full-precision Mixtral-architecture MoE LM (8 experts, top-2, 4.46 M params) that GEMQ quantizes",
     model_args={"arch": _ARCH},
     arm="fp16",
@@ -207,10 +206,15 @@ _V2 = {
 _V2_PENDING: dict[str, dict] = {}
 
 
+# The bare name `gemq` (zoo.load("gemq"), zoo eval gemq) is issue 32's protocol on the Mixtral-architecture base.
+_DEFAULT_V2 = "wiki2_mixtral_fp"
+
+
 def register_v2(tag: str, entry: dict) -> None:
     """Register one issue-32 base (an entry of ``_V2``, or of ``_V2_PENDING`` when its evaluation pieces run)."""
     register_model(
         f"gemq.{tag}",
+        default=tag == _DEFAULT_V2,
         description=entry["description"],
         model_args={"arch": _ARCH_V2[entry["arch"]], **_TRAIN_V2},
         evaluate=entry["evaluate"],
