@@ -420,8 +420,11 @@ def piece_path(folder: str | Path, stem: str, key: Any) -> Path:
     return Path(folder) / f"{stem}-{digest}.json"
 
 
-def cached_piece(path: Path | None, compute: Callable[[], dict[str, float]]) -> dict[str, float]:
-    """The scores stored at ``path`` (a :func:`piece_path`), else ``compute()`` stored there; no cache if None.
+def cached_piece(path: Path | None, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """The record stored at ``path`` (a :func:`piece_path`), else ``compute()`` stored there; no cache if None.
+
+    The record is any JSON-able dict: an arm's scores, or scores with what the arm adds to ``run.extras``
+    (``{"scores": ..., "extras": ...}``), which the caller puts back into ``run.extras`` either way.
 
     Args:
         path: The piece's JSON file, or None when the evaluation runs without a cache.

@@ -43,11 +43,10 @@ fills it in pieces); the key holds the settings and the sha256 of the base's wei
 from __future__ import annotations
 
 import copy
-import json
 from types import SimpleNamespace
 
 from zoo._errors import ZooError
-from zoo._eval import Claim, Protocol, Setting, Tuning, beats, piece_file
+from zoo._eval import Claim, Protocol, Setting, Tuning, beats, cached_piece, piece_file
 
 BUDGETS = (2.5, 2.0, 1.5)
 BITS = (1, 2, 3)
@@ -293,19 +292,15 @@ def make_measure(fp_name: str):
     def measure(arm: str, run) -> dict[str, float]:
         from zoo.quant.moe.quantizers import torch_threads
 
-        path = _piece_key(arm, run, fp_name)  # None unless $ZOO_GEMQ_V2_CACHE names a folder
-        if path is not None and path.is_file():
-            piece = json.loads(path.read_text())
-            for key, value in piece["extras"].items():
-                run.extras.setdefault(key, {})[arm] = value
-            return piece["scores"]
-        with torch_threads(THREADS):
-            scores = measure_arm(arm, run, fp_name)
-        if path is not None:
-            extras = {key: value[arm] for key, value in run.extras.items() if arm in value}
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps({"scores": scores, "extras": extras}))
-        return scores
+        def compute() -> dict:
+            with torch_threads(THREADS):
+                scores = measure_arm(arm, run, fp_name)
+            return {"scores": scores, "extras": {key: value[arm] for key, value in run.extras.items() if arm in value}}
+
+        piece = cached_piece(_piece_key(arm, run, fp_name), compute)  # no cache unless $ZOO_GEMQ_V2_CACHE is set
+        for key, value in piece["extras"].items():
+            run.extras.setdefault(key, {})[arm] = value
+        return piece["scores"]
 
     return measure
 
