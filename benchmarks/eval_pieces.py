@@ -29,6 +29,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--set", nargs="*", default=[], help="KEY=VALUE settings, as zoo eval --set")
     parser.add_argument("--time-limit", type=float, default=1e9, help="start no piece after this many seconds")
+    parser.add_argument("--threads", type=int, default=2, help="intra-op threads (1 for one piece per core)")
     args = parser.parse_args()
     evaluate = importlib.import_module(f"zoo.{args.paper}.evaluate")
     cache_env = getattr(evaluate, "CACHE_ENV", None)
@@ -40,7 +41,7 @@ def main() -> None:
 
     from zoo._eval import run_eval
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
     total = time.perf_counter()
     for seed in args.seeds:
