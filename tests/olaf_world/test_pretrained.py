@@ -31,3 +31,18 @@ def test_checkpoint_reproduces_its_card_cross_context_probe(arm, hf_cache, hf_of
     scores = score_pretrained(zoo.load(entry.name, pretrained=True))
     assert scores["probe_acc_cross"] == pytest.approx(seed0["probe_acc_cross"], abs=0.02)
     assert scores["pixel_mse"] == pytest.approx(seed0["pixel_mse"], rel=0.05)
+
+
+def test_random_encoder_reference_draws_fresh_weights_per_seed():
+    """The reference's weights follow the run's seed (the module seeds its own weights, so the seed is passed)."""
+    import torch
+
+    from zoo._eval import Run
+    from zoo.olaf_world.evaluate import PROTOCOL, _model
+
+    def weights(seed):
+        run = Run(paper_arms("olaf_world"), PROTOCOL, seed, PROTOCOL.resolve([]))
+        return torch.cat([p.flatten() for p in _model("random_encoder", run).parameters()])
+
+    assert torch.equal(weights(1), weights(1))
+    assert not torch.equal(weights(0), weights(1))

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from zoo._eval import Claim, Protocol, Run, Setting, Tuning, beats, piece_file
+from zoo._eval import Claim, Protocol, Run, Setting, Tuning, beats, cached_piece, piece_file
 from zoo._figures import bar_panel
 from zoo.olaf_world.metrics import classify, probe_accuracies, prototype_gap, train_inverse_dynamics
 
@@ -174,7 +174,7 @@ def score(
 
 def _model(arm: str, run: Run):
     if arm == "random_encoder":
-        return run.untrained("lam_align")
+        return run.untrained("lam_align", seed=run.seed)  # the module seeds its own weights (default 0)
     if arm in ABLATION_OVERRIDES:
         return run.load(arm, base="lam_align", overrides=list(ABLATION_OVERRIDES[arm]))
     return run.load(arm)
@@ -191,19 +191,17 @@ def measure(arm: str, run: Run) -> dict[str, float]:
             lambda: {"arm": arm, "seed": run.seed, "settings": settings, "published": published,
                      "pins": _pins(arm) if published else None, "recipes": _recipes()},
         )  # fmt: skip
-        if path is not None and path.is_file():
-            stored = json.loads(path.read_text())
-            run.extras[arm] = stored["extras"]
-            return stored["metrics"]
-    metrics = score(
-        _model(arm, run), settings["test_seeds_per_context"], settings["idm_steps"], split=settings["split"]
-    )
-    extras = metrics.pop("_extras")
-    run.extras[arm] = extras
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"metrics": metrics, "extras": extras}))
-    return metrics
+
+    def compute() -> dict:
+        metrics = score(
+            _model(arm, run), settings["test_seeds_per_context"], settings["idm_steps"], split=settings["split"]
+        )
+        extras = metrics.pop("_extras")
+        return {"metrics": metrics, "extras": extras}
+
+    stored = cached_piece(path, compute)
+    run.extras[arm] = stored["extras"]
+    return stored["metrics"]
 
 
 def _pins(arm: str) -> dict:
