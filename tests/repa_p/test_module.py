@@ -138,6 +138,40 @@ def test_darcy_task_trains_and_samples():
     assert module.val_history and "residual" not in module.val_history[0]  # val_sample_steps=0: one-step only
 
 
+def test_cosine_schedule_decays_the_learning_rate_to_zero_by_max_steps():
+    """The recipes' ``lr_schedule: cosine``: half the peak at mid-training, zero at the last step."""
+    module = _fit(REPAPModule(lr=1e-3, lr_schedule="cosine", **TINY), steps=4)
+    optimizer = module.trainer.optimizers[0]
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
+    scheduler = module.trainer.lr_scheduler_configs[0]
+    assert scheduler.interval == "step" and scheduler.scheduler.T_max == 4
+    constant = _fit(REPAPModule(lr=1e-3, **TINY), steps=2)
+    assert constant.trainer.optimizers[0].param_groups[0]["lr"] == 1e-3
+    assert not constant.trainer.lr_scheduler_configs
+
+
+def test_late_physics_factor_scales_both_physics_weights_from_its_step_on():
+    """``late_physics_factor`` multiplies c_res and c_proj from ``late_physics_from * max_steps`` on, and only then."""
+
+    class Recording(REPAPModule):
+        def training_step(self, batch, batch_idx):
+            self.scales.append((self.global_step, self.physics_scale()))
+            return super().training_step(batch, batch_idx)
+
+    module = Recording(late_physics_factor=100.0, late_physics_from=0.5, **TINY)
+    module.scales = []
+    _fit(module, steps=4)
+    assert module.scales == [(0, 1.0), (1, 1.0), (2, 100.0), (3, 100.0)]
+    assert module.physics_scale() == 1.0  # outside fitting the weights are the recipe's
+    x0, condition = module.task.generate("train", 4, seed=0)
+    t, noise = torch.tensor([0, 10, 50, 99]), torch.randn(x0.shape, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        terms = module.losses(x0, condition, t, noise)
+    hp = module.hparams
+    expected = hp.c_data * terms["data"] + hp.c_res * terms["res"]  # the heads left with on_train_end
+    assert terms["loss"].item() == pytest.approx(expected.item(), rel=1e-6)
+
+
 def test_bad_arguments_give_clear_errors():
     with pytest.raises(ValueError, match="unknown tap 'neck'"):
         REPAPModule(taps=("neck",), **TINY)
@@ -145,6 +179,10 @@ def test_bad_arguments_give_clear_errors():
         REPAPModule(**{**TINY, "size": 18})
     with pytest.raises(ValueError, match="loss weights must be >= 0"):
         REPAPModule(c_proj=-1.0, **TINY)
+    with pytest.raises(ValueError, match="lr_schedule must be 'constant' or 'cosine', got 'linear'"):
+        REPAPModule(lr_schedule="linear", **TINY)
+    with pytest.raises(ValueError, match="late_physics_from in \\[0, 1\\], got 100.0 and 1.5"):
+        REPAPModule(late_physics_factor=100.0, late_physics_from=1.5, **TINY)
     module = REPAPModule(**TINY)
     with pytest.raises(ValueError, match="differ in grid size"):
         module(torch.zeros(1, 1, 16, 16), torch.zeros(1, 1, 8, 8), torch.zeros(1, dtype=torch.long))
