@@ -70,6 +70,7 @@ import torch
 from torch import nn
 
 from zoo._inference import PretrainedMixin
+from zoo.common.schedules import warmup_cosine
 from zoo.repa_p.diffusion import SCHEDULE_KEYS, ddpm_sample, q_sample, residual_nll, schedule, snr_weighted_mse
 from zoo.repa_p.heads import FeatureTaps, ProjectionHead
 from zoo.repa_p.tasks import get_task
@@ -338,12 +339,17 @@ class REPAPModule(PretrainedMixin, pl.LightningModule):
     def physics_scale(self) -> float:
         """``late_physics_factor`` once fitting has passed ``late_physics_from`` of ``trainer.max_steps``, else 1."""
         hp = self.hparams
-        if hp.get("late_physics_factor", 1.0) == 1.0 or self._trainer is None or not self.trainer.training:
+        if hp.late_physics_factor == 1.0 or self._trainer is None or not self.trainer.training:
             return 1.0
+        max_steps = self._max_steps("late_physics_from is a fraction of trainer.max_steps")
+        return hp.late_physics_factor if self.global_step >= hp.late_physics_from * max_steps else 1.0
+
+    def _max_steps(self, needed_by: str) -> int:
+        """``trainer.max_steps``, which an option that spans the whole fit needs (``needed_by`` says which)."""
         max_steps = self.trainer.max_steps
         if max_steps is None or max_steps < 1:
-            raise ValueError("late_physics_from is a fraction of trainer.max_steps: set trainer.max_steps")
-        return hp.late_physics_factor if self.global_step >= hp.late_physics_from * max_steps else 1.0
+            raise ValueError(f"{needed_by}: set trainer.max_steps")
+        return max_steps
 
     def training_step(self, batch, batch_idx):
         x0, condition = batch
@@ -357,10 +363,8 @@ class REPAPModule(PretrainedMixin, pl.LightningModule):
         optimizer = torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
         if self.hparams.lr_schedule == "constant":
             return optimizer
-        max_steps = self.trainer.max_steps
-        if max_steps is None or max_steps < 1:
-            raise ValueError("lr_schedule='cosine' decays over trainer.max_steps: set trainer.max_steps")
-        scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=max_steps)
+        max_steps = self._max_steps("lr_schedule='cosine' decays over trainer.max_steps")
+        scheduler = warmup_cosine(optimizer, warmup=0, total=max_steps, floor=0.0)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     # ------------------------------------------------------------------------------------------ EMA
