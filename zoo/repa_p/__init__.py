@@ -48,10 +48,16 @@ _COMMON = {
     "sample_steps": 100,
     "val_sample_steps": 10,
     "lr": 1e-3,
+    "lr_schedule": "cosine",
     "ema_start": 2500,
 }
 # The physics-loss weight each arm chose on validation conditions (python -m zoo.repa_p.tune; tuning.json).
 _C_RES = {"repa_p": 0.01, "pidm": 0.01}
+# The late physics boost each arm chose with it: c_res (and c_proj) x factor from that fraction of the steps.
+_LATE = {
+    arm: {"late_physics_factor": factor, "late_physics_from": start}
+    for arm, (factor, start) in {"repa_p": (100.0, 0.8), "pidm": (100.0, 0.8)}.items()
+}
 
 _SMOKE = (
     "--data.init_args.num_train=8",
@@ -106,7 +112,13 @@ register_model(
     module="zoo.repa_p.module:REPAPModule",
     default=True,
     description="REPA-P (bottleneck projection head) conditional diffusion for 2-D Poisson, 32x32",
-    model_args={**_COMMON, "taps": ["bottleneck"], "c_res": _C_RES["repa_p"], "c_proj": _C_RES["repa_p"]},
+    model_args={
+        **_COMMON,
+        "taps": ["bottleneck"],
+        "c_res": _C_RES["repa_p"],
+        "c_proj": _C_RES["repa_p"],
+        **_LATE["repa_p"],
+    },
     arm="repa_p",
     smoke=_SMOKE,
     pretrained_cfg=PretrainedCfg(
@@ -124,7 +136,7 @@ register_model(
     "repa_p.pidm_poisson_32",
     module="zoo.repa_p.module:REPAPModule",
     description="PIDM baseline (output residual loss only) conditional diffusion for 2-D Poisson, 32x32",
-    model_args={**_COMMON, "taps": [], "c_res": _C_RES["pidm"], "c_proj": 0.0},
+    model_args={**_COMMON, "taps": [], "c_res": _C_RES["pidm"], "c_proj": 0.0, **_LATE["pidm"]},
     arm="pidm",
     smoke=_SMOKE,
     pretrained_cfg=PretrainedCfg(

@@ -59,13 +59,22 @@ def _tuning() -> dict[str, Tuning]:
     for arm in LEARNED:
         trials = [t for t in record["trials"] if t["arm"] == arm]
         chosen = record["selection"].get(arm, {})
-        stages = sorted({t["steps"] for t in trials})
+        stages = sorted({t["stage"] for t in trials})
+        latest = [t for t in trials if t["stage"] == max(stages)] if stages else []
+        late = chosen.get("late_physics_factor", 1.0), chosen.get("late_physics_from", 1.0)
         note = (
-            f"c_res (= c_proj for repa_p) on the 32 validation conditions, seed-0 fits of {stages} steps scored by "
-            f"{record.get('score', '?')} (the longest stage selects; python -m zoo.repa_p.tune); chosen c_res = "
-            f"{chosen.get('c_res')}; the rest (lr 1e-3, EMA, width 8) set by hand for the CPU budget, equal for both"
+            f"c_res (= c_proj for repa_p) and a late physics boost (factor, from) on the 32 validation conditions, "
+            f"seed-0 fits in stages {stages} scored by {record.get('score', '?')} (the latest stage selects, "
+            f"{len(latest)} trials of {max((t['steps'] for t in latest), default=0)} steps; python -m zoo.repa_p.tune);"
+            f" chosen c_res = {chosen.get('c_res')}, late factor {late[0]:g} from {late[1]:g} of the steps; the "
+            "rest (peak lr 1e-3 with cosine decay, EMA from step 2,500, width 8) set by hand for the CPU budget, "
+            "equal for both"
         )
-        out[arm] = Tuning("validation", {"c_res": record.get("grid", {}).get("c_res", list(GRID))}, len(trials), note)
+        grid = record.get("grid", {})
+        space = {"c_res": grid.get("c_res", list(GRID))}
+        if "late_physics (factor, from)" in grid:
+            space["late_physics (factor, from)"] = grid["late_physics (factor, from)"]
+        out[arm] = Tuning("validation", space, len(trials), note)
     out["reference_zero_field"] = Tuning("none", {}, 0, "no parameters")
     out["reference_fd_solver"] = Tuning("none", {}, 0, "no parameters: an exact sparse solve")
     return out
@@ -160,7 +169,8 @@ def _piece_path(arm: str, seed: int, run) -> Path | None:
 
         settings = {k: v for k, v in run.settings.items() if k != "target_seeds"}  # the target is not in a piece
         recipe = Path(resolve_recipe(run.entry(arm).pretrained_cfg.recipe)).read_text()
-        return [arm, seed, settings, recipe, _SHA256, run.retrain, str(run.weights)]
+        pins = _SHA256[run.entry(arm).name]  # this arm's weights only: re-pinning the other keeps this piece
+        return [arm, seed, settings, recipe, pins, run.retrain, str(run.weights)]
 
     return piece_file(CACHE_ENV, f"{arm}-seed{seed}", key)
 

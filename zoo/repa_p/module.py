@@ -35,9 +35,9 @@ residual 2.5-3.2 against 2.0): a small weight leaves high-frequency error in the
 from the start costs data accuracy. Multiplying ``c_res`` and ``c_proj`` by 100 over the last 20% of the
 steps, while the cosine-decayed learning rate is small, lets the data term shape the field first and the
 physics term smooth it at the end (validation residual 1.51 for PIDM, 1.79 for REPA-P, at the same MSE
-order; stage-4 validation trials, seed 0, cosine lr). Not yet the recipes' (the published checkpoints
-predate it; issue 16's note has the trials); it scales REPA-P's head term with the output term, so the
-paper's ``c_proj = c_res`` holds throughout.
+order; stage-4 validation trials, seed 0, cosine lr; ``zoo/repa_p/tuning.json``). Both arms chose it on
+validation with the same trials, and both published recipes use it; it scales REPA-P's head term with the
+output term, so the paper's ``c_proj = c_res`` holds throughout.
 
 Deviations from the paper and its code (all recorded in the cards):
 
@@ -48,9 +48,9 @@ Deviations from the paper and its code (all recorded in the cards):
   slower per step and 2.5x slower to sample), and samples 200 conditions x 100 steps in about 20 s. At 1,600
   steps both arms' samples were still rougher than U = 0 (residual 5.5 against 2.18); at 5,000 they are not.
 * Grid 32 x 32 (h = 1/31) with 2,000 training pairs, batch 16 and 5,000 Adam steps at lr 1e-3
-  (``lr_schedule="cosine"`` decays it to 0 per step, not yet the recipes'; the authors: 64 x 64, 50,000
-  pairs, batch 8, 20 k steps at a constant lr 1e-4). The 2-core budget of the published recipes; the
-  GPU recipe runs the 64 x 64 setting.
+  (the recipes' ``lr_schedule="cosine"`` decays it to 0 per step: at a constant lr the last Adam steps left
+  the samples rough; the authors: 64 x 64, 50,000 pairs, batch 8, 20 k steps at a constant lr 1e-4). The
+  2-core budget of the published recipes; the GPU recipe runs the 64 x 64 setting.
 * Loss form: the authors' generic trainer (``src_pr``, used for Darcy) applies the variance-weighted
   Gaussian residual likelihood and the Min-SNR data weight given above; their stand-alone Poisson script
   instead uses unweighted MSE plus ``mean |R|``. We use the former for both tasks, in grid units (above).
