@@ -51,7 +51,7 @@ Stage 4 also selects only among trials that pass issue 16's validity gates on va
 Results (validation residual / MSE, zero field 2.00 / 6.7e-3; score): PIDM c_res 0.01: 2.50 / 5.9e-5 (0.105),
 0.1: 2.57 / 3.0e-4 (0.241), 1: 3.04 / 4.1e-3 (0.962), 0.01 late x100: **1.51 / 7.8e-5 (0.094)**, 0.01 late
 x1000: 1.29 / 2.2e-4 (0.145); REPA-P 0.01: 2.67 / 5.5e-5 (0.105), 0.1: 2.76 / 4.4e-4 (0.303), 1: 3.18 / 2.7e-3
-(0.798), 0.01 late x100: **1.79 / 8.4e-5 (0.106)**, 0.01 late x1000: see tuning.json. With a constant
+(0.798), 0.01 late x100: **1.79 / 8.4e-5 (0.106)**, 0.01 late x1000: 1.50 / 1.9e-4 (0.148). With a constant
 weight every trial stayed above the zero field's residual; the late boost is what brings both arms below it.
 A c_res = 10 trial was started and dropped for time once c_res = 1 had failed for both arms (5 trials each).
 """
@@ -112,7 +112,8 @@ def passes_gates(trial: dict, zero: dict[str, float]) -> bool:
 def select(trials: list[dict], zero: dict[str, float]) -> dict:
     """The best trial of the latest stage: lowest score among those that pass the gates (all, if none does).
 
-    Stage 4 added the gate filter. The geometric-mean score alone can prefer a trial whose residual is above
+    Stage 4 added the gate filter, after its trials had run (the gates themselves are issue 16's, fixed
+    before any trial). The geometric-mean score alone can prefer a trial whose residual is above
     the zero field's when its MSE is low enough (REPA-P's plain c_res = 0.01: score 0.1047, residual 2.67 > 2.00)
     over one that passes both gates (its late-physics trial: 0.1059, residual 1.79).
     """
