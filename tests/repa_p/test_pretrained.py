@@ -89,7 +89,7 @@ def test_loss_balance_keeps_every_term_within_two_orders_of_magnitude(arm, hf_ca
 
 @pytest.mark.slow
 def test_claim_protocol_retrains_and_reports_every_metric():
-    """``zoo eval repa_p --retrain --seeds 0`` (both arms trained: about 6 min on 2 cores)."""
+    """``zoo eval repa_p --retrain --seeds 0`` (both arms trained side by side: about 15 min on 2 cores)."""
     from zoo._eval import run_eval
 
     steps = ("steps_to_residual_target",)
