@@ -1,4 +1,7 @@
-"""The spec's acceptance checks on one calibration seed (slow: the card's `zoo eval gemq.wiki_fp` runs five of these)."""
+"""The spec's acceptance checks on one calibration seed.
+
+Slow: the card's `zoo eval gemq.wiki_fp` runs five of these.
+"""
 
 from __future__ import annotations
 
