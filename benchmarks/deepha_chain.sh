@@ -11,8 +11,8 @@
 #             core-min, e.g. a coa trial = 10 min fit + 1 min rollouts; SMOKE version measured 105 s)
 #   apply     python -m zoo.deepha.tune --apply: the chosen values of coa_compressed / flat into babyai.yaml /
 #             flat.yaml (review the diff)                                                            (seconds)
-#   fit_coa   zoo fit -c recipes/deepha/babyai.yaml  -> runs/deepha.babyai/pretrained  (measured 606 s on 1 core, 8 ep)
-#   fit_flat  zoo fit -c recipes/deepha/flat.yaml    -> runs/deepha.flat/pretrained    (measured 194 s on 1 core, 8 ep)
+#   fit_coa   zoo fit -c recipes/deepha/babyai.yaml  -> runs/deepha.babyai/pretrained  (measured 606 s on 1 core, 8 ep, MLP encoder; 658 s with FiLM)
+#   fit_flat  zoo fit -c recipes/deepha/flat.yaml    -> runs/deepha.flat/pretrained    (measured 194 s on 1 core, 8 ep, MLP encoder; 277 s with FiLM)
 # Then (lead): copy the two exports into hub_cards/, register deepha + deepha.flat, `zoo pin`, and:
 #   eval      zoo eval deepha, seeds 0 1 2 (seed 0 on the published weights), pieces in runs/deepha-eval/
 #             (resumable: a rerun reads every finished (arm, seed) piece)  -> runs/deepha-chain/eval.json
