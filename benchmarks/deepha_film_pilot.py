@@ -14,13 +14,9 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
-import torch
-
 from zoo._eval import fit_recipe
-from zoo.deepha.demos import MULTISTEP_LEVELS, TRAIN_LEVELS
-from zoo.deepha.evaluate import PROTOCOL, episodes
-from zoo.deepha.tune import EPISODES, RECIPES, TUNE_SEED
+from zoo.deepha.evaluate import PROTOCOL
+from zoo.deepha.tune import RECIPES, TUNE_SEED, validation_success
 
 
 def main() -> None:
@@ -35,22 +31,10 @@ def main() -> None:
     overrides = [f"--model.init_args.obs_encoder={args.obs_encoder}", "--model.init_args.num_threads=1"]
     model = fit_recipe(recipe, TUNE_SEED, overrides, PROTOCOL.seed_args)
     fit_s = time.perf_counter() - started
-    window = PROTOCOL.settings["window"].default if args.arm == "coa_compressed" else None
-    torch.set_num_threads(1)
-
-    def policy(batch=True, use_cache=True):
-        return model.batch_policy(window)
-
-    success = {}
-    for level in TRAIN_LEVELS:
-        runs = episodes(policy, level, "validation", EPISODES, 128)
-        success[level] = float(np.mean([r["success"] for r in runs]))
     result = {
         "arm": args.arm,
         "obs_encoder": args.obs_encoder,
-        "success_all": float(np.mean(list(success.values()))),
-        "success_multistep": float(np.mean([success[lv] for lv in MULTISTEP_LEVELS])),
-        "success": success,
+        **validation_success(model, args.arm),
         "fit_s": round(fit_s, 1),
         "total_s": round(time.perf_counter() - started, 1),
     }

@@ -62,3 +62,31 @@ def test_tune_trials_are_equal_per_arm(arm):
         assert all(v in tune.ALTERNATIVES[k] and v != recipe[k] for k, v in trial.items())
     if arm == "flat":  # the drop trial is the recipe trial: one fit, counted once per trial
         assert trials[3] == {}
+
+
+def test_validation_success_averages_levels_on_validation_seeds(monkeypatch):
+    """The tuning score: per-level success on validation episodes, coa_compressed with the protocol's W."""
+    from zoo.deepha import evaluate, tune
+
+    rates = {"GoToLocal": 1.0, "PickupLoc": 0.5, "PutNextLocal": 0.0, "UnlockLocal": 0.5, "Synth": 0.25}
+    calls = []
+
+    def fake_episodes(make_policy, level, split, count, horizon):
+        calls.append((make_policy(), split, count))
+        hits = round(rates[level] * count)
+        return [{"success": i < hits} for i in range(count)]
+
+    class Model:
+        def batch_policy(self, window):
+            return window
+
+    monkeypatch.setattr(evaluate, "episodes", fake_episodes)
+    score = tune.validation_success(Model(), "coa_compressed", count=4)
+    assert score["success"] == rates
+    assert score["success_all"] == pytest.approx(0.45)
+    assert score["success_multistep"] == pytest.approx(0.25)
+    window = evaluate.PROTOCOL.settings["window"].default
+    assert calls == [(window, "validation", 4)] * 5
+    calls.clear()
+    tune.validation_success(Model(), "flat", count=4)
+    assert {c[0] for c in calls} == {None}  # full context for every other arm

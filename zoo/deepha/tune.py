@@ -82,14 +82,40 @@ def trial_file(arm: str, trial: dict, dry: bool) -> Path:
     return piece_path(FOLDER, f"{arm}-{stem}", key)
 
 
-def run_trial(arm: str, trial: dict, dry: bool = False) -> dict:
-    """Fit one trial and score it on validation episodes (stored in :func:`trial_file`)."""
+def validation_success(model, arm: str, count: int = EPISODES) -> dict:
+    """Greedy success of ``model`` on ``count`` validation-seed episodes of each training level.
+
+    Args:
+        model: A trained :class:`~zoo.deepha.module.DeepHAModule`.
+        arm: ``"coa_compressed"`` plays with its compressed context (the protocol's W); any other arm with full context.
+        count: Episodes per level.
+
+    Returns:
+        ``success_all`` (mean over the five levels), ``success_multistep`` and the per-level ``success``.
+    """
     import numpy as np
     import torch
 
-    from zoo._eval import fit_recipe
     from zoo.deepha.demos import MULTISTEP_LEVELS, TRAIN_LEVELS
     from zoo.deepha.evaluate import PROTOCOL, episodes
+
+    window = PROTOCOL.settings["window"].default if arm == "coa_compressed" else None
+    torch.set_num_threads(1)
+    success = {}
+    for level in TRAIN_LEVELS:
+        runs = episodes(lambda batch=True, use_cache=True: model.batch_policy(window), level, "validation", count, 128)
+        success[level] = float(np.mean([r["success"] for r in runs]))
+    return {
+        "success_all": float(np.mean(list(success.values()))),
+        "success_multistep": float(np.mean([success[lv] for lv in MULTISTEP_LEVELS])),
+        "success": success,
+    }
+
+
+def run_trial(arm: str, trial: dict, dry: bool = False) -> dict:
+    """Fit one trial and score it on validation episodes (stored in :func:`trial_file`)."""
+    from zoo._eval import fit_recipe
+    from zoo.deepha.evaluate import PROTOCOL
 
     path = trial_file(arm, trial, dry)
     if path.is_file():
@@ -98,19 +124,10 @@ def run_trial(arm: str, trial: dict, dry: bool = False) -> dict:
     args = [*fit_args(arm, effective(arm, trial)), "--model.init_args.num_threads=1", *(DRY_ARGS if dry else [])]
     model = fit_recipe(recipe_of(arm), TUNE_SEED, args, PROTOCOL.seed_args)
     fit_s = time.perf_counter() - started
-    window = PROTOCOL.settings["window"].default if arm == "coa_compressed" else None
-    count = 2 if dry else EPISODES
-    torch.set_num_threads(1)
-    success = {}
-    for level in TRAIN_LEVELS:
-        runs = episodes(lambda batch=True, use_cache=True: model.batch_policy(window), level, "validation", count, 128)
-        success[level] = float(np.mean([r["success"] for r in runs]))
     result = {
         "arm": arm,
         "trial": trial,
-        "success_all": float(np.mean(list(success.values()))),
-        "success_multistep": float(np.mean([success[lv] for lv in MULTISTEP_LEVELS])),
-        "success": success,
+        **validation_success(model, arm, 2 if dry else EPISODES),
         "fit_s": round(fit_s, 1),
         "total_s": round(time.perf_counter() - started, 1),
     }
