@@ -16,7 +16,7 @@ from pathlib import Path
 
 from zoo._eval import fit_recipe
 from zoo.deepha.evaluate import PROTOCOL
-from zoo.deepha.tune import RECIPES, TUNE_SEED, validation_success
+from zoo.deepha.tune import TUNE_SEED, recipe_of, validation_success
 
 
 def main() -> None:
@@ -27,9 +27,8 @@ def main() -> None:
     args = parser.parse_args()
 
     started = time.perf_counter()
-    recipe = RECIPES["flat" if args.arm == "flat" else "coa"]
     overrides = [f"--model.init_args.obs_encoder={args.obs_encoder}", "--model.init_args.num_threads=1"]
-    model = fit_recipe(recipe, TUNE_SEED, overrides, PROTOCOL.seed_args)
+    model = fit_recipe(recipe_of(args.arm), TUNE_SEED, overrides, PROTOCOL.seed_args)
     fit_s = time.perf_counter() - started
     result = {
         "arm": args.arm,

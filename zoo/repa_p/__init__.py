@@ -55,8 +55,8 @@ _COMMON = {
 _C_RES = {"repa_p": 0.01, "pidm": 0.01}
 # The late physics boost each arm chose with it: c_res (and c_proj) x factor from that fraction of the steps.
 _LATE = {
-    arm: {"late_physics_factor": factor, "late_physics_from": start}
-    for arm, (factor, start) in {"repa_p": (100.0, 0.8), "pidm": (100.0, 0.8)}.items()
+    "repa_p": {"late_physics_factor": 100.0, "late_physics_from": 0.8},
+    "pidm": {"late_physics_factor": 100.0, "late_physics_from": 0.8},
 }
 
 _SMOKE = (
@@ -101,8 +101,7 @@ _NOTES = (
     "2.12 +- 0.32, PIDM 1.93 +- 0.34, zero field 2.18; seeds 0 and 2 of both arms are below it, seed 1 of both is "
     "not), but not by more than the seed spread; REPA-P does not beat PIDM (residual 1.10x, MSE 1.25x in "
     "distribution, residual 1.05x and MSE 0.81x OOD, steps to target 1.01x). The paper's gains were measured after "
-    "20k steps "
-    "at 64x64 (the GPU recipe recipes/repa_p/poisson_64_gpu.yaml, not run here)."
+    "20k steps at 64x64 (the GPU recipe recipes/repa_p/poisson_64_gpu.yaml, not run here)."
 )
 
 # What the weights take (config.json["pretrained_cfg"]; REPAPModule.predict samples a field for a condition).

@@ -100,8 +100,8 @@ def validation_samples(module, steps: int = SCORE_SAMPLE_STEPS) -> dict[str, flo
     task, x0, condition = validation_pairs(module.hparams.size)
     with torch.no_grad():
         fields = module.predict(condition, steps=steps, seed=0) / task.field_scale
-    interior, _ = task.residual(fields, condition)
-    return {"residual": interior.abs().mean().item(), "mse": (fields - x0).square().mean().item()}
+        metrics = module.field_metrics(fields, x0, condition)
+    return {"residual": metrics["residual"].item(), "mse": metrics["mse"].item()}
 
 
 def passes_gates(trial: dict, zero: dict[str, float]) -> bool:
