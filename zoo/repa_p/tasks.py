@@ -73,6 +73,21 @@ class PDETask:
         """``(interior, boundary)`` residuals of a predicted ``x0`` (network units) in physical units."""
         raise NotImplementedError
 
+    def field_metrics(self, x0_hat: torch.Tensor, x0: torch.Tensor, condition: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Mean ``|R|`` on the interior (physical units), mean ``|R|`` on the boundary, and MSE to the solver.
+
+        Args:
+            x0_hat: Predicted fields in network units.
+            x0: The solver's fields in network units.
+            condition: Conditions in physical units.
+        """
+        interior, boundary = self.residual(x0_hat, condition)
+        return {
+            "residual": interior.abs().mean(),
+            "residual_boundary": boundary.abs().mean(),
+            "mse": (x0_hat - x0).square().mean(),
+        }
+
     def residual_vector(self, x0: torch.Tensor, condition: torch.Tensor, units: str = "physical") -> torch.Tensor:
         """Interior and boundary residuals flattened into one ``(B, N)`` vector (what the losses penalise).
 

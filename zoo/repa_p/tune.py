@@ -84,8 +84,8 @@ def validation_pairs(size: int = 32, num_val: int = 32, seed: int = 0):
 def zero_field_validation(size: int = 32, num_val: int = 32, seed: int = 0) -> dict[str, float]:
     """Residual and MSE of ``U = 0`` on the validation conditions the recipes' curves use."""
     task, x0, condition = validation_pairs(size, num_val, seed)
-    interior, _ = task.residual(x0 * 0, condition)
-    return {"residual": interior.abs().mean().item(), "mse": x0.square().mean().item()}
+    metrics = task.field_metrics(x0 * 0, x0, condition)
+    return {"residual": metrics["residual"].item(), "mse": metrics["mse"].item()}
 
 
 def score(final: dict[str, float], zero: dict[str, float]) -> float:
@@ -123,12 +123,13 @@ def select(trials: list[dict], zero: dict[str, float]) -> dict:
     return min(valid, key=lambda t: t["score"])
 
 
-def trial_record(arm: str, module, final: dict, seconds: float, zero: dict, sample_steps: int) -> dict:
+def trial_record(arm: str, module, steps: int, final: dict, seconds: float, zero: dict, sample_steps: int) -> dict:
     """One tuning trial as ``tuning.json`` stores it: its settings, validation point, score and time.
 
     Args:
         arm: ``"repa_p"`` or ``"pidm"``.
-        module: The trained module (its hyperparameters and step count are recorded).
+        module: The trained module (its hyperparameters are recorded).
+        steps: Optimiser steps of its fit (a loaded export's ``global_step`` is 0: pass its config's).
         final: Validation ``{"residual", "mse"}`` that scores the trial.
         seconds: Fit time.
         zero: The zero field's validation metrics.
@@ -140,10 +141,10 @@ def trial_record(arm: str, module, final: dict, seconds: float, zero: dict, samp
         "stage": STAGE,
         "c_res": hp.c_res,
         "c_proj": hp.c_proj,
-        "steps": module.global_step,
-        "lr_schedule": hp.get("lr_schedule", "constant"),
-        "late_physics_factor": hp.get("late_physics_factor", 1.0),
-        "late_physics_from": hp.get("late_physics_from", 1.0),
+        "steps": steps,
+        "lr_schedule": hp.lr_schedule,
+        "late_physics_factor": hp.late_physics_factor,
+        "late_physics_from": hp.late_physics_from,
         "val_sample_steps": sample_steps,
         "val_residual": round(final["residual"], 6),
         "val_mse": round(final["mse"], 8),
@@ -187,7 +188,8 @@ def main() -> None:
             started = time.perf_counter()
             module = fit_recipe(recipe, 0, overrides, PROTOCOL.seed_args)
             seconds = round(time.perf_counter() - started, 1)
-            trial = trial_record(arm, module, validation_samples(module), seconds, zero, SCORE_SAMPLE_STEPS)
+            final = validation_samples(module)
+            trial = trial_record(arm, module, module.global_step, final, seconds, zero, SCORE_SAMPLE_STEPS)
             trials.append(trial)
             print(json.dumps(trial), flush=True)
     print(json.dumps(record_trials(trials, args.values, zero)["selection"]))
@@ -200,15 +202,14 @@ def export_trial(arm: str, folder: Path, zero: dict[str, float]) -> dict:
     config = json.loads((folder / "config.json").read_text())
     module = zoo.load(str(folder))
     seconds = config["metadata"]["training"]["fit_time_s"]
-    trial = trial_record(arm, module, validation_samples(module), seconds, zero, SCORE_SAMPLE_STEPS)
-    trial["steps"] = config["metadata"]["training"]["global_step"]
+    steps = config["metadata"]["training"]["global_step"]
+    trial = trial_record(arm, module, steps, validation_samples(module), seconds, zero, SCORE_SAMPLE_STEPS)
     return trial | {"export": str(folder)}
 
 
 def _trial_key(trial: dict) -> tuple:
     """What identifies a trial: a later trial with the same key replaces it."""
-    late = (trial.get("late_physics_factor", 1.0), trial.get("late_physics_from", 1.0))
-    return (trial["arm"], trial["stage"], trial["c_res"], *late)
+    return (trial["arm"], trial["stage"], trial["c_res"], trial["late_physics_factor"], trial["late_physics_from"])
 
 
 def record_trials(trials: list[dict], values: list[float], zero: dict[str, float]) -> dict:
@@ -240,7 +241,7 @@ def record_trials(trials: list[dict], values: list[float], zero: dict[str, float
             "grid": {
                 "c_res": sorted({t["c_res"] for t in merged} | set(values)),
                 "late_physics (factor, from)": sorted(
-                    {(t.get("late_physics_factor", 1.0), t.get("late_physics_from", 1.0)) for t in merged}
+                    {(t["late_physics_factor"], t["late_physics_from"]) for t in merged}
                 ),
             },
             "trials": merged,
