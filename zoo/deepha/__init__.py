@@ -69,8 +69,9 @@ Reconstructed choices (R) and deviations, in the order of the pipeline:
 8. Crafter (``benchmarks/deepha_kv.py``) only measures latency and context length of random-policy rollouts
    (it has no expert).
 
-Registration: no entry is registered yet. The card needs ``zoo eval deepha`` over three seeds for the method,
-the baseline and the references (see the issue's notes for what has been measured so far).
+Registration: ``deepha.babyai`` (the default entry, so ``zoo.load("deepha")``; recipes/deepha/babyai.yaml) holds
+the CoA weights, the ``coa_compressed`` arm of ``zoo eval deepha`` (and ``coa`` with the full context);
+``deepha.flat`` (recipes/deepha/flat.yaml) the flat behaviour-cloning reference.
 """
 
 from zoo._registry import PaperRef
@@ -83,3 +84,83 @@ PAPER = PaperRef(
     year=2026,
     url="https://openreview.net/forum?id=La7HVjveBA",
 )
+
+# From `zoo pin` (hub_cards/<name>/); an entry registers only once its files are pinned.
+_SHA256: dict[str, dict[str, str]] = {}
+_NUM_PARAMS = 1275438  # every arm within 1% (decoupled: two 2-layer decoders); the FiLM OBS encoder
+
+_SMOKE = (
+    "--trainer.max_steps=3",
+    "--data.init_args.episodes_per_level=4",
+    "--data.init_args.val_episodes_per_level=1",
+)
+
+_NOTES = (
+    "Minecraft, the Qwen2-VL-7B backbone and the 800-task benchmark are replaced by BabyAI (minigrid) levels whose "
+    "BabyAIBot supplies all three action levels as labels (subgoals as skills, the cell where a subgoal ended as "
+    "grounding, primitive actions as motor), and by a 1.3M-parameter GPT-2 decoder trained from 3,000 bot demos: "
+    "none of the paper's setup can be obtained offline or run on 2 CPU cores, and the claim tested is the action "
+    "chain and the compressed memory, not the backbone. The compression is reconstructed (the paper's code was not "
+    "released). See zoo/deepha/__init__.py for every reconstruction choice."
+)
+
+_INPUT = {
+    "input_format": "BabyAI observations: obs['image'] [7, 7, 3] uint8 (object, colour, state), obs['direction'] "
+    "int and the mission string; model.policy(window=4) gives a greedy agent: policy.reset(mission), then "
+    "policy.act(image, direction) -> a MiniGrid action id per step",
+    "label_names": ("left", "right", "forward", "pickup", "drop", "toggle", "done"),
+}
+
+# The recipes' architecture (recipes/deepha/*.yaml), so zoo.load(name) without weights builds what the checkpoints hold.
+_RECIPE_ARGS = {"d_model": 128, "n_layer": 4, "n_head": 4, "max_len": 1024, "obs_encoder": "film", "window": 4}
+
+
+def _register(sha256: dict[str, dict[str, str]], num_params: int) -> None:
+    """Register the published entries whose files are pinned in ``sha256``."""
+    from zoo._registry import PretrainedCfg, register_model
+
+    variants = {
+        "deepha.babyai": (
+            "coa_compressed",
+            "coa",
+            "Chain-of-Action agent (skill -> grounding -> motor, one GPT-2 decoder) acting with compressed memory "
+            "(W = 4) and a KV cache, BabyAI",
+            "The method: all-in-one training with skill/grounding drops and compressed contexts; acts with W = 4 "
+            "(model.policy(window=None) is the full-context coa arm). ",
+        ),
+        "deepha.flat": (
+            "flat",
+            "flat",
+            "Flat behaviour-cloning policy (motor tokens only), the same decoder and demos, BabyAI",
+            "The reference arm: the same decoder, data and budget, [OBS][MOT] per step. ",
+        ),
+    }
+    for name, (eval_arm, module_arm, description, note) in variants.items():
+        if name not in sha256:
+            continue
+        register_model(
+            name,
+            module="zoo.deepha.module:DeepHAModule",
+            default=name == "deepha.babyai",
+            description=description,
+            model_args={**_RECIPE_ARGS, "arm": module_arm},
+            requires=("minigrid", "transformers"),
+            extra="games",
+            arm=eval_arm,
+            smoke=_SMOKE,
+            pretrained_cfg=PretrainedCfg(
+                paper=PAPER,
+                sha256=sha256[name],
+                task="reinforcement-learning",
+                datasets=("babyai",),
+                headline="success_multistep",
+                num_params=num_params,
+                license="apache-2.0",
+                notes=note + _NOTES,
+                **_INPUT,
+            ),
+        )
+
+
+if _SHA256:
+    _register(_SHA256, _NUM_PARAMS)

@@ -161,7 +161,8 @@ def main(workers: int = 2, dry: bool = False, arms=ARMS) -> dict:
     for arm in arms:
         base = _recipe_values(recipe_of(arm))
         trials = [run_trial(arm, effective(arm, trial), dry) for trial in TRIALS]
-        best = max(range(len(trials)), key=lambda i: (trials[i]["success_all"], -i))
+        # Rounded: a mean of success counts, so equal counts are a tie however the floats were summed.
+        best = max(range(len(trials)), key=lambda i: (round(trials[i]["success_all"], 9), -i))
         chosen = {k: base[k] for k in {k for t in TRIALS for k in t}} | effective(arm, TRIALS[best])
         record["arms"][arm] = {"trials": trials, "chosen": chosen, "score": trials[best]["success_all"]}
     record["grid"] = {k: list(v) for k, v in ALTERNATIVES.items()}
