@@ -20,7 +20,7 @@ from zoo.aporia.dataset import (
     sha256_file,
     socrates_mini,
 )
-from zoo.aporia.facts import country_facts
+from zoo.aporia.facts import country_facts, extract_answer, is_near_miss
 
 
 class ScriptedGenerator:
@@ -59,6 +59,7 @@ def test_sample_pairs_keeps_mixed_pairs_with_enough_of_each_class():
         probe_samples=10,
         candidates_per_model=400,
         greedy_wrong_share=0.0,  # the scripted generator's greedy answers are always right
+        min_near_miss_share=0.0,  # its wrong capitals are random: keep every pair
     )
     pairs, stats = sample_pairs("scripted", ScriptedGenerator(), config, model_index=0)
     assert 0 < len(pairs) <= 5
@@ -73,6 +74,57 @@ def test_sample_pairs_keeps_mixed_pairs_with_enough_of_each_class():
     assert stats["pairs_kept"] == len(pairs)
     assert stats["probe_malformed_rate"] == 0.0  # only greedy-right facts (capitals) were probed
     assert 0 < stats["greedy_accuracy"] < 1  # greedy is always right for capitals only
+
+
+class NearMissGenerator(ScriptedGenerator):
+    """Wrong answers name one capital per fact: a near miss of the true one for even facts, a far one for odd."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wrong, self.near = {}, {}
+        for fact in country_facts():
+            if fact.attribute != "capital":
+                continue
+            near = [c for c in self.capitals if c != fact.value and is_near_miss(fact, extract_answer(fact, c) or c)]
+            far = [c for c in self.capitals if c != fact.value and c not in near]
+            self.near[fact.key] = zlib.crc32(fact.key.encode()) % 2 == 0 and bool(near)
+            self.wrong[fact.key] = (near if self.near[fact.key] else far)[0]
+
+    def sample(self, prompts, n=1, *, temperature=1.0, seed=0, **kwargs):
+        out = []
+        for text, answers in zip(prompts, super().sample(prompts, n, temperature=temperature, seed=seed)):
+            fact = self.by_prompt[text]
+            right = f"The capital of {fact.country} is {fact.value}."
+            wrong = f"The capital of {fact.country} is {self.wrong.get(fact.key)}."
+            out.append([a if a == right or fact.attribute != "capital" else wrong for a in answers])
+        return out
+
+
+@pytest.mark.parametrize("min_share", [0.0, 0.5])
+def test_pairs_keep_near_miss_hallucinations_one_pair_per_fact(min_share):
+    config = SocratesConfig(
+        prompts_per_model=12, samples=20, max_samples=24, min_per_class=3, probe_samples=10,
+        candidates_per_model=2000, greedy_wrong_share=0.0, min_near_miss_share=min_share,
+    )  # fmt: skip
+    generator = NearMissGenerator()
+    pairs, stats = sample_pairs("scripted", generator, config, model_index=0)
+    assert len(pairs) == 12
+    facts = [p["fact"] for p in pairs]
+    assert len(set(facts)) == len(facts)  # one pair per fact, whatever its phrasings
+    near = [generator.near[f] for f in facts]
+    if min_share:
+        assert all(near) and all(p["near_miss_share"] == 1.0 for p in pairs)
+        assert stats["prompts_probed"] > 2 * len(pairs)  # far-miss facts were probed and screened out
+    else:
+        assert not all(near)  # the first release's rule keeps far misses too
+    assert all(p["attribute"] != "region" for p in pairs)
+    assert all(
+        p["prompt"] == f"Q: {country_facts_by_key()[p['fact']].question(p['question_template'])} A:" for p in pairs
+    )
+
+
+def country_facts_by_key():
+    return {f.key: f for f in country_facts()}
 
 
 class ConfidentlyWrongGenerator(ScriptedGenerator):
@@ -93,7 +145,7 @@ class ConfidentlyWrongGenerator(ScriptedGenerator):
 def test_pairs_are_stratified_by_greedy_correctness():
     config = SocratesConfig(
         prompts_per_model=6, samples=20, max_samples=24, min_per_class=3, probe_samples=8, candidates_per_model=600,
-        greedy_wrong_share=0.5,
+        greedy_wrong_share=0.5, min_near_miss_share=0.0,
     )  # fmt: skip
     pairs, stats = sample_pairs("scripted", ConfidentlyWrongGenerator(), config, model_index=0)
     assert len(pairs) == 6
@@ -105,7 +157,7 @@ def test_pairs_are_stratified_by_greedy_correctness():
 def test_socrates_mini_round_trip(tmp_path):
     config = SocratesConfig(
         generators=("scripted",), prompts_per_model=2, samples=12, max_samples=16, min_per_class=3, probe_samples=8,
-        candidates_per_model=300, greedy_wrong_share=0.0,
+        candidates_per_model=300, greedy_wrong_share=0.0, min_near_miss_share=0.0,
     )  # fmt: skip
     dataset = socrates_mini(config, generators={"scripted": ScriptedGenerator()}, cache_dir=tmp_path)
     assert len(dataset) == 2 and dataset.embeddings.shape == (24, 384)

@@ -14,6 +14,7 @@ from zoo.aporia.facts import (
     fact_lines,
     fold_answer,
     is_genuine,
+    is_near_miss,
     label_response,
     parse_answers,
     prompt,
@@ -143,3 +144,21 @@ def test_extract_answer_and_prompt():
     assert extract_answer(fact, "nonsense") is None
     assert prompt(fact, 0) == "Q: What is the capital of Peru? A:"
     assert fold_answer("The Bahamas.") == "bahamas"
+
+
+@pytest.mark.parametrize(
+    "key, wrong, near",
+    [
+        ("calling_code:Guatemala", "+503", True),  # one digit off
+        ("calling_code:Guatemala", "+44", False),
+        ("currency:Senegal", "xaf", True),  # the other CFA franc
+        ("currency:Senegal", "eur", False),
+        ("subregion:Peru", "northern america", True),  # shares "america"
+        ("subregion:Peru", "western europe", False),  # "and", "the" are no shared words
+        ("subregion:Senegal", "northern africa", True),
+        ("subregion:Senegal", "melanesia", False),
+    ],
+)
+def test_near_miss_rule(key, wrong, near):
+    fact = next(f for f in country_facts() if f.key == key)
+    assert is_near_miss(fact, wrong) is near

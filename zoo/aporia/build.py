@@ -37,7 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge", nargs="+", default=[], metavar="FILE", help="also keep these artifacts' datasets")
     parser.add_argument("--out", default=None, help="output .npz (default: the detector's mirror folder)")
     parser.add_argument("--prompts-per-model", type=int, default=None, help="pairs per generator (default 60)")
-    parser.add_argument("--candidates-per-model", type=int, default=None, help="facts probed per generator")
+    parser.add_argument(
+        "--candidates-per-model", type=int, default=None, help="prompts (fact, question template) probed per generator"
+    )
     parser.add_argument(
         "--generator", action="append", default=[], metavar="NAME=DIR",
         help="use the exported folder DIR for generator NAME (e.g. before it is pinned); repeatable",

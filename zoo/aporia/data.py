@@ -94,7 +94,8 @@ class SocratesMiniDataModule(pl.LightningDataModule):
         max_samples: Answers drawn per candidate pair to find them.
         min_per_class: Both classes need this many answers for a pair to be kept.
         probe_samples: Answers per fact in the screening probe.
-        candidates_per_model: Facts probed per generator at most.
+        candidates_per_model: Prompts (fact, question template) probed per generator at most.
+        min_near_miss_share: Least share of near-miss hallucinations for a pair to be kept (0 = every pair).
         label_budget: Labels per pair for the fit.
         splits: Folds of the protocol.
         split: The fold whose training part provides the labels (a pair whose fold ``split`` has no F1 in the
@@ -117,7 +118,8 @@ class SocratesMiniDataModule(pl.LightningDataModule):
         max_samples: int = 64,
         min_per_class: int = 6,
         probe_samples: int = 12,
-        candidates_per_model: int = 960,
+        candidates_per_model: int = 8080,
+        min_near_miss_share: float = 0.5,
         label_budget: int = 40,
         splits: int = 5,
         split: int = 0,
@@ -144,6 +146,7 @@ class SocratesMiniDataModule(pl.LightningDataModule):
             min_per_class=h.min_per_class,
             probe_samples=h.probe_samples,
             candidates_per_model=h.candidates_per_model,
+            min_near_miss_share=h.min_near_miss_share,
             seed=h.seed,
         )
 

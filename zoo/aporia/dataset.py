@@ -1,18 +1,27 @@
 """SOCRATES-mini: repeated sampled answers of small LMs to country-fact questions, labelled and embedded.
 
-For each generator LM:
+For each generator LM, over candidate prompts (fact, question template) in a seeded order (every fact of the
+kept ``attributes`` once, then every fact in a second phrasing, ...; one sampling temperature per candidate,
+cycling over ``temperatures``):
 
-1. **Greedy pass** over ``candidates_per_model`` facts drawn at random (one question template and one
-   sampling temperature per fact, fixed by the seed; temperatures cycle over ``temperatures``): the
-   greedy accuracy says how much the model "knows".
-2. **Probe**: the same facts, in that order, get ``probe_samples`` answers at their temperature; a fact
-   whose probe holds at least two well-formed answers of each class is a candidate. Pairs are stratified by
-   greedy correctness: ``greedy_wrong_share`` of each generator's pairs have a wrong greedy answer.
-3. **Sampling**: a candidate gets ``max_samples`` fresh answers (top-p 0.95). Only *well-formed* answers
-   (parseable, of the asked attribute's type: :func:`zoo.aporia.facts.label_response`) are labelled; the
-   first ``samples`` of them form the pair, which is kept if both classes have at least ``min_per_class``
-   answers, until ``prompts_per_model`` pairs are kept or ``candidates_per_model`` facts were probed.
-   Malformed answers are left out and reported as a separate slice (``malformed_rate`` per generator).
+1. **Greedy pass**, chunk by chunk: the greedy answer says whether the model "knows" the fact. Pairs are
+   stratified by greedy correctness: ``greedy_wrong_share`` of each generator's pairs have a wrong greedy answer.
+2. **Probe**: ``probe_samples`` answers per candidate; a candidate with at least two well-formed answers of
+   each class whose hallucinated answers are near misses (:func:`zoo.aporia.facts.is_near_miss`) at half the
+   final share at least is sampled.
+3. **Sampling**: ``max_samples`` fresh answers (top-p 0.95). Only *well-formed* answers (parseable, of the asked
+   attribute's type: :func:`zoo.aporia.facts.label_response`) are labelled; the first ``samples`` of them form
+   the pair, which is kept if both classes have at least ``min_per_class`` answers and at least
+   ``min_near_miss_share`` of its hallucinated answers are near misses, until ``prompts_per_model`` pairs are
+   kept (one per fact) or ``candidates_per_model`` prompts were probed. Malformed answers are left out and
+   reported as a separate slice (``malformed_rate`` per generator).
+
+Why near misses and no region questions (issue 18's headroom): MiniLM embeddings of these answers are almost
+additive in (answer template, value), so when the wrong values are unrelated to the true one a linear probe on
+40 labels finds the value direction and tuned logistic regression scored 0.967 F1. Measured by subsetting the
+first release's pairs (3 seeds): pairs whose hallucinations are mostly near misses, region questions left out
+(five values, near-duplicates of each other) scored 0.921 with tuned logistic regression, the label-free
+majority vote 0.742.
 
 Answers are embedded with MiniLM. ``build.py`` builds the published artifact (one dataset per seed) and
 :func:`published` loads it, checking its sha256 against the registry pin; :func:`socrates_mini` builds or
@@ -34,7 +43,17 @@ import numpy as np
 from zoo._errors import ZooError
 from zoo._hub import sha256_file
 from zoo._serialization import weights_digest
-from zoo.aporia.facts import QUESTIONS_PER_FACT, country_facts, is_genuine, label_response, prompt
+from zoo.aporia.facts import (
+    ATTRIBUTES,
+    QUESTIONS_PER_FACT,
+    Fact,
+    country_facts,
+    extract_answer,
+    is_genuine,
+    is_near_miss,
+    label_response,
+    prompt,
+)
 from zoo.progress import track
 
 DEFAULT_GENERATORS = (
@@ -45,7 +64,7 @@ DEFAULT_GENERATORS = (
     "aporia.gen_neox_s",
     "aporia.gen_llama_s",
 )
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: pairs carry question_template and near_miss_share
 ARTIFACT = "socrates_mini_seed{seed}.npz"  # one file per published dataset seed, in the detector's folder, pinned
 PUBLISHED_SEEDS = (0, 1, 2)
 
@@ -61,7 +80,12 @@ class SocratesConfig:
         max_samples: Answers drawn per candidate pair to find ``samples`` well-formed ones.
         min_per_class: Both classes need this many answers for a pair to be kept.
         probe_samples: Answers per fact in the cheap screening probe.
-        candidates_per_model: Facts (greedy pass) per generator at most; probing stops once the pairs are found.
+        candidates_per_model: Prompts (fact, question template) per generator at most; probing stops once the
+            pairs are found.
+        attributes: Attributes asked about (region, five near-identical values, is left out).
+        templates_per_fact: Question templates a fact may be asked in (1-5), in turn after every fact was asked.
+        min_near_miss_share: A pair is kept only if at least this share of its hallucinated answers are near
+            misses (:func:`zoo.aporia.facts.is_near_miss`); 0 keeps every pair (the first release).
         greedy_wrong_share: Share of each generator's pairs whose greedy answer is wrong (the rest: greedy right,
             the paper's "knowledge present, retrieval unstable"). A wrong greedy answer usually means a wrong modal
             answer, which no answer-agreement rule can catch; without this stratum the majority vote scores
@@ -78,7 +102,10 @@ class SocratesConfig:
     max_samples: int = 64
     min_per_class: int = 6
     probe_samples: int = 12
-    candidates_per_model: int = 1881
+    candidates_per_model: int = 8080
+    attributes: tuple[str, ...] = tuple(a for a in ATTRIBUTES if a != "region")
+    templates_per_fact: int = QUESTIONS_PER_FACT
+    min_near_miss_share: float = 0.5
     greedy_wrong_share: float = 0.5
     temperatures: tuple[float, ...] = (0.7, 1.0, 1.3)
     top_p: float = 0.95
@@ -181,32 +208,41 @@ def sample_pairs(name: str, generator, config: SocratesConfig, model_index: int)
         model_index: Position of the generator (varies the seeds between generators).
     """
     rng = random.Random(config.seed * 7919 + model_index)
-    facts = list(country_facts())
-    templates = [rng.randrange(QUESTIONS_PER_FACT) for _ in facts]
-    prompts = [prompt(f, t) for f, t in zip(facts, templates)]
-    order = list(range(len(facts)))
-    rng.shuffle(order)
+    facts = [f for f in country_facts() if f.attribute in config.attributes]
+    fact_order = list(range(len(facts)))
+    rng.shuffle(fact_order)
+    templates = []
+    for _ in facts:
+        shuffled = list(range(QUESTIONS_PER_FACT))
+        rng.shuffle(shuffled)
+        templates.append(shuffled[: config.templates_per_fact])
+    # candidates = (fact, question template): every fact once, then every fact in another phrasing, ...
+    order = [(i, templates[i][r]) for r in range(config.templates_per_fact) for i in fact_order]
     order = order[: config.candidates_per_model]
-    temperature = {i: config.temperatures[k % len(config.temperatures)] for k, i in enumerate(order)}
-    # greedy answers of the candidate facts (a seeded random sample of all facts)
-    greedy_answers = generator.sample([prompts[i] for i in order], 1, temperature=0.0, max_new_tokens=24)
-    greedy = {i: answers[0] for i, answers in zip(order, greedy_answers, strict=True)}
-    greedy_ok = {i: is_genuine(facts[i], answer) for i, answer in greedy.items()}
+    prompts = {c: prompt(facts[c[0]], c[1]) for c in order}
+    temperature = {c: config.temperatures[k % len(config.temperatures)] for k, c in enumerate(order)}
+    greedy: dict[tuple[int, int], str] = {}
+    greedy_ok: dict[tuple[int, int], bool] = {}
     kept: list[dict] = []
-    counts = {"probed": 0, "genuine": 0, "malformed": 0, "drawn": 0, "drawn_malformed": 0}
+    kept_facts: set[int] = set()  # one pair per fact and generator: its phrasings would be near-copies
+    counts = {"probed": 0, "genuine": 0, "malformed": 0, "drawn": 0, "drawn_malformed": 0, "near_miss_short": 0}
 
-    def draw(indices: list[int], n: int, seed: int) -> dict[int, list[str]]:
-        """``n`` answers per fact, each at its temperature (one sampling call per temperature)."""
+    def draw(candidates: list[tuple[int, int]], n: int, seed: int) -> dict[tuple[int, int], list[str]]:
+        """``n`` answers per candidate, each at its temperature (one sampling call per temperature)."""
         out = {}
         for t in config.temperatures:
-            group = [i for i in indices if temperature[i] == t]
+            group = [c for c in candidates if temperature[c] == t]
             if group:
                 answers = generator.sample(
-                    [prompts[i] for i in group], n, temperature=t, top_p=config.top_p,
+                    [prompts[c] for c in group], n, temperature=t, top_p=config.top_p,
                     max_new_tokens=config.max_new_tokens, seed=seed,
                 )  # fmt: skip
                 out.update(zip(group, answers, strict=True))
         return out
+
+    def near_miss_share(fact: Fact, hallucinated: list[str]) -> float:
+        values = [extract_answer(fact, a) for a in hallucinated]
+        return sum(is_near_miss(fact, v) for v in values if v is not None) / max(1, len(values))
 
     # strata by greedy correctness: pairs whose greedy answer is wrong tend to have a wrong modal answer too
     wrong = round(config.greedy_wrong_share * config.prompts_per_model)
@@ -219,50 +255,72 @@ def sample_pairs(name: str, generator, config: SocratesConfig, model_index: int)
     for start in track(range(0, len(order), chunk), desc=f"sampling {name}", total=-(-len(order) // chunk)):
         if len(kept) >= config.prompts_per_model:
             break
-        batch = [i for i in order[start : start + chunk] if not full(greedy_ok[i])]  # skip full strata
+        batch = [c for c in order[start : start + chunk] if c[0] not in kept_facts]
+        answers = generator.sample(
+            [prompts[c] for c in batch], 1, temperature=0.0, max_new_tokens=config.max_new_tokens
+        )
+        for c, (answer,) in zip(batch, answers, strict=True):
+            greedy[c], greedy_ok[c] = answer, is_genuine(facts[c[0]], answer)
+        batch = [c for c in batch if not full(greedy_ok[c])]  # skip full strata
         candidates = []
-        for i, answers in draw(batch, config.probe_samples, config.seed + 1).items():
-            labels = [label_response(facts[i], a) for a in answers]
+        for c, answers in draw(batch, config.probe_samples, config.seed + 1).items():
+            fact = facts[c[0]]
+            labels = [label_response(fact, a) for a in answers]
             counts["probed"] += 1
             counts["genuine"] += labels.count("genuine")
             counts["malformed"] += labels.count("malformed")
-            if min(labels.count("genuine"), labels.count("hallucinated")) >= 2:
-                candidates.append(i)
-        for i, answers in draw(candidates, config.max_samples, config.seed + 2).items():
-            labelled = [(a, label_response(facts[i], a)) for a in answers]
+            wrong_answers = [a for a, label in zip(answers, labels) if label == "hallucinated"]
+            if min(labels.count("genuine"), len(wrong_answers)) < 2:
+                continue
+            # a screen at half the final share: the probe holds only a few hallucinated answers
+            if near_miss_share(fact, wrong_answers) >= config.min_near_miss_share / 2:
+                candidates.append(c)
+        for c, answers in draw(candidates, config.max_samples, config.seed + 2).items():
+            fact = facts[c[0]]
+            labelled = [(a, label_response(fact, a)) for a in answers]
             well_formed = [(a, int(label == "hallucinated")) for a, label in labelled if label != "malformed"]
             counts["drawn"] += len(answers)
             counts["drawn_malformed"] += len(answers) - len(well_formed)
             well_formed = well_formed[: config.samples]
             n_h = sum(y for _, y in well_formed)
             enough = len(well_formed) == config.samples and min(n_h, config.samples - n_h) >= config.min_per_class
-            if enough and not full(greedy_ok[i]):
-                kept.append(
-                    {
-                        "model": name,
-                        "fact": facts[i].key,
-                        "attribute": facts[i].attribute,
-                        "country": facts[i].country,
-                        "value": facts[i].value,
-                        "prompt": prompts[i],
-                        "temperature": temperature[i],
-                        "greedy_answer": greedy[i],
-                        "greedy_genuine": bool(greedy_ok[i]),
-                        "malformed_drawn": len(answers) - len(labelled_ok(labelled)),
-                        "responses": [a for a, _ in well_formed],
-                        "labels": [y for _, y in well_formed],
-                    }
-                )
+            if not enough or full(greedy_ok[c]) or c[0] in kept_facts:
+                continue
+            share = near_miss_share(fact, [a for a, y in well_formed if y])
+            if share < config.min_near_miss_share:
+                counts["near_miss_short"] += 1
+                continue
+            kept_facts.add(c[0])
+            kept.append(
+                {
+                    "model": name,
+                    "fact": fact.key,
+                    "attribute": fact.attribute,
+                    "country": fact.country,
+                    "value": fact.value,
+                    "prompt": prompts[c],
+                    "question_template": c[1],
+                    "temperature": temperature[c],
+                    "greedy_answer": greedy[c],
+                    "greedy_genuine": bool(greedy_ok[c]),
+                    "near_miss_share": round(share, 4),
+                    "malformed_drawn": len(answers) - len(labelled_ok(labelled)),
+                    "responses": [a for a, _ in well_formed],
+                    "labels": [y for _, y in well_formed],
+                }
+            )
     probe_total = max(1, counts["probed"] * config.probe_samples)
     stats = {
         "greedy_accuracy": float(np.mean(list(greedy_ok.values()))),
         "probe_accuracy": counts["genuine"] / probe_total,
         "probe_malformed_rate": counts["malformed"] / probe_total,
         "malformed_rate": counts["drawn_malformed"] / max(1, counts["drawn"]),  # the separate slice, left out
-        "facts_probed": counts["probed"],
+        "prompts_probed": counts["probed"],
+        "pairs_near_miss_short": counts["near_miss_short"],
         "pairs_kept": len(kept),
         "kept_greedy_accuracy": float(np.mean([p["greedy_genuine"] for p in kept])) if kept else 0.0,
         "kept_hallucination_rate": float(np.mean([np.mean(p["labels"]) for p in kept])) if kept else 0.0,
+        "kept_near_miss_share": float(np.mean([p["near_miss_share"] for p in kept])) if kept else 0.0,
     }
     return kept, stats
 

@@ -20,10 +20,17 @@ Labelling rule (documented in the registry notes, tested in ``tests/aporia/test_
 4. A well-formed response is **genuine** iff a candidate equals the folded value or one of its aliases
    (for borders: every true neighbour and its ``altSpellings`` longer than three characters), else
    **hallucinated**: fluent, parseable, of the right type, and wrong.
+
+A hallucinated answer is a **near miss** (:func:`is_near_miss`) when its value is close to a true one on the
+label side, without embeddings: it shares a content word with an accepted value ("Western Africa" for
+"Middle Africa", "Republic of the Congo" for "DR Congo") or its string similarity to one is at least
+:data:`NEAR_MISS_RATIO` (calling codes +502/+503, currency codes XOF/XAF). SOCRATES-mini keeps the pairs whose
+hallucinations are mostly near misses: the confusable errors that make detection hard.
 """
 
 from __future__ import annotations
 
+import difflib
 import random
 import re
 import unicodedata
@@ -399,3 +406,23 @@ def is_genuine(fact: Fact, response: str) -> bool:
 def is_well_formed(fact: Fact, response: str) -> bool:
     """True iff the response parses and its answer has the asked attribute's type (genuine or hallucinated)."""
     return label_response(fact, response) != "malformed"
+
+
+NEAR_MISS_RATIO = 0.6  # difflib ratio from which two values count as confusable (+502/+503: 0.75, XOF/XAF: 0.67)
+_FILLER_WORDS = frozenset({"and", "of", "the"})
+
+
+def is_near_miss(fact: Fact, answer: str) -> bool:
+    """True iff the folded wrong ``answer`` is close to one of ``fact``'s accepted values (see the module docstring).
+
+    Args:
+        fact: The fact asked about.
+        answer: A folded answer value (:func:`extract_answer`), normally a hallucinated one.
+    """
+    words = set(answer.split()) - _FILLER_WORDS
+    for value in fact.accepted:
+        if words & set(value.split()):
+            return True
+        if difflib.SequenceMatcher(None, value, answer).ratio() >= NEAR_MISS_RATIO:
+            return True
+    return False
