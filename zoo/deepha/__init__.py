@@ -94,11 +94,11 @@ PAPER = PaperRef(
 # From `zoo pin` (hub_cards/<name>/); an entry registers only once its files are pinned.
 _SHA256: dict[str, dict[str, str]] = {
     "deepha.babyai": {
-        "config.json": "93da431e29736b303fe30285a9400d809b7a80c5a41e2a7281daf81d3a12166e",
+        "config.json": "67f51986829f6d3727bfe548bef7695759ade5082cf2dea6450ff3d1c948214d",
         "model.safetensors": "6f2d29d235581d39a21f5eddf0380e1cc48a1659d2848867056b2c75b49587b7",
     },
     "deepha.flat": {
-        "config.json": "bc40e32316a91af73639d875f782b631366073511e0638f4b007d0d576a8ee9d",
+        "config.json": "7f4376cb9239f56c60a6a68c159efa0448aa569b0aa4913b1860b919c1385d93",
         "model.safetensors": "67fda718d3c6e848c275c1474d7032106240e2fc070bc938c4a3c6b26391cae1",
     },
 }
@@ -124,7 +124,7 @@ _NOTES = (
     "central claim does not reproduce here (see the claims table)."
 )
 
-_INPUT = {
+INPUT = {
     "input_format": "BabyAI observations: obs['image'] [7, 7, 3] uint8 (object, colour, state), obs['direction'] "
     "int and the mission string; model.policy(window=4) gives a greedy agent: policy.reset(mission), then "
     "policy.act(image, direction) -> a MiniGrid action id per step",
@@ -177,7 +177,7 @@ def _register(sha256: dict[str, dict[str, str]], num_params: int) -> None:
                 num_params=num_params,
                 license="apache-2.0",
                 notes=note + _NOTES,
-                **_INPUT,
+                **INPUT,
             ),
         )
 

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from zoo._distributed import refuse_distributed
 from zoo._inference import PretrainedMixin
 from zoo.common.schedules import warmup_cosine
+from zoo.deepha import INPUT
 from zoo.deepha.agent import Policy
 from zoo.deepha.model import Decoder, Embedder
 from zoo.deepha.sequences import IGNORE, step_tokens, to_arrays, training_sequences
@@ -26,12 +27,6 @@ ARMS = {  # module arm -> per-step layout
     "flat": "flat",
     "decoupled": "high",
 }
-INPUT_FORMAT = (
-    "BabyAI observations: obs['image'] (7x7x3 uint8 MiniGrid encoding), obs['direction'] (0..3) and "
-    "obs['mission'] (words of the 33-word vocabulary); model.policy().act(image, direction) after "
-    "policy.reset(mission) returns the primitive action 0..6 (with obs_encoder='film' the OBS token also reads "
-    "the mission given to reset)"
-)
 
 
 class DeepHAModule(PretrainedMixin, pl.LightningModule):
@@ -65,7 +60,7 @@ class DeepHAModule(PretrainedMixin, pl.LightningModule):
             encoding of the mission, BabyAI's standard encoder; parameter count within 1% of ``mlp``'s model).
     """
 
-    DEFAULT_PRETRAINED_CFG = {"input_format": INPUT_FORMAT}
+    DEFAULT_PRETRAINED_CFG = INPUT  # what the published weights take (the registry states the same)
 
     def __init__(
         self,
