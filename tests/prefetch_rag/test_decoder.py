@@ -165,3 +165,14 @@ def test_kept_blocks_never_overflow_the_positions(setup):
         assert len(trace.blocks) >= 3
         assert len(trace.context_docs) < 4 * 3  # the oldest kept documents were dropped to make room
         assert trace.context_docs[-3:] == list(trace.blocks[-1])
+
+
+def test_confirm_off_serves_every_spike_with_a_valid_prefetch(setup):
+    # theta 0: the entropy never falls to theta, so with the confirmation every inserted prefetch is followed by a
+    # synchronous retrieval; without it (the spec's rule) an inserted prefetch serves its spike
+    confirm, spec = (_decoder(setup, theta=0.0, tau=0.0, rho=0.0, confirm=c) for c in (True, False))
+    for question in setup[-1]:
+        strict, loose = confirm.answer(question, "prefetch"), spec.answer(question, "prefetch")
+        assert strict.inserted and strict.served == 0 and strict.sync_retrievals == len(strict.spikes)
+        assert loose.served == len(loose.inserted) > 0
+        assert loose.sync_retrievals == len(loose.spikes) - loose.served
