@@ -176,3 +176,21 @@ def test_confirm_off_serves_every_spike_with_a_valid_prefetch(setup):
         assert strict.inserted and strict.served == 0 and strict.sync_retrievals == len(strict.spikes)
         assert loose.served == len(loose.inserted) > 0
         assert loose.sync_retrievals == len(loose.spikes) - loose.served
+
+
+def test_query_question_puts_the_question_before_the_recent_answer_tokens(setup):
+    tokens, lm, retriever, predictor, head, questions = setup
+    seen = []
+
+    def encoder(text):
+        seen.append(text)
+        return _vector(text)
+
+    question = questions[0]
+    decoder = Decoder(lm, tokens, retriever, encoder, predictor, head, Hyper(theta=0.0, query_tokens=4))
+    decoder.hyper.query_question = True
+    trace = decoder.answer(question, "sync_active")
+    assert trace.spikes and len(seen) == len(trace.spikes)
+    for text, s in zip(seen, trace.spikes):
+        tail = tokens.decode(trace.tokens[:s][-4:])
+        assert text == f"{question.question} {tail}".strip()

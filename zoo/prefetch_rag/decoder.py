@@ -68,6 +68,11 @@ class Hyper:
         confirm: After inserting a valid prefetch, also require the entropy to fall to ``theta`` before the spike
             counts as served (else a synchronous retrieval follows); ``False`` is the spec's rule (a valid prefetch
             serves the spike).
+        query_question: Text queries start with the question (which names the country) and end with the last
+            ``query_tokens`` answer tokens; ``False`` (published) embeds the last ``query_tokens`` tokens of question
+            and answer together, which past the first slot sentence no longer hold the country (long lead-ins say
+            "its"): on validation the gold document is in that query's top 3 at 61% of the slots, 85% with the
+            question first (16 answer tokens), 100% with an oracle "<attribute> of <country>" query.
     """
 
     theta: float = 1.0
@@ -86,6 +91,7 @@ class Hyper:
     max_slot_tokens: int = 8
     keep_blocks: int = 1
     confirm: bool = True
+    query_question: bool = False
 
     def __post_init__(self) -> None:
         for name in ("tau", "rho", "alpha"):
@@ -198,7 +204,12 @@ class Decoder:
     # ------------------------------------------------------------------ queries
 
     def _text(self, session: Session, t: int, lag: int = 0) -> np.ndarray:
-        """MiniLM embedding of the last ``query_tokens`` tokens up to answer position ``t`` (``lag`` tokens earlier)."""
+        """MiniLM embedding of the last ``query_tokens`` tokens up to answer position ``t`` (``lag`` tokens earlier);
+        with ``Hyper.query_question`` the question, then the last ``query_tokens`` answer tokens."""
+        if self.hyper.query_question:
+            answer = session.answer[: max(0, t + 1 - lag)]
+            tail = self.tokens.decode(answer[-self.hyper.query_tokens :]) if answer else ""
+            return self.encoder(f"{self._question} {tail}".strip())
         ids = list(self.tokens.cached(self._question)) + session.answer[: t + 1]
         ids = ids[: max(1, len(ids) - lag)] if lag else ids
         return self.encoder(self.tokens.decode(ids[-self.hyper.query_tokens :]))
