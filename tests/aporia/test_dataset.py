@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import zlib
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -152,6 +153,21 @@ def test_pairs_are_stratified_by_greedy_correctness():
     assert sum(not p["greedy_genuine"] for p in pairs) == 3  # half the pairs: the greedy answer is wrong
     assert stats["kept_greedy_accuracy"] == 0.5
     assert 0 < stats["probe_malformed_rate"] < 1  # bare values of other attributes: counted, never labelled
+
+
+def test_top_up_fills_a_generator_whose_greedy_stratum_runs_out():
+    # every pair quota goes to greedy-wrong prompts, but the scripted generator's greedy capitals are all right
+    # (its other attributes' bare values are malformed, so never kept): the first sweep keeps nothing
+    config = SocratesConfig(
+        prompts_per_model=4, samples=20, max_samples=24, min_per_class=3, probe_samples=8, candidates_per_model=600,
+        greedy_wrong_share=1.0, min_near_miss_share=0.0,
+    )  # fmt: skip
+    pairs, stats = sample_pairs("scripted", ScriptedGenerator(), config, model_index=0)
+    assert len(pairs) == 4 and stats["pairs_topped_up"] == 4
+    assert all(p["greedy_genuine"] for p in pairs)
+    assert len({p["fact"] for p in pairs}) == 4
+    capped, _ = sample_pairs("scripted", ScriptedGenerator(), replace(config, greedy_wrong_share=0.0), 0)
+    assert [p["fact"] for p in capped] == [p["fact"] for p in pairs]  # the same candidates, in the same order
 
 
 def test_socrates_mini_round_trip(tmp_path):

@@ -64,7 +64,7 @@ DEFAULT_GENERATORS = (
     "aporia.gen_neox_s",
     "aporia.gen_llama_s",
 )
-FORMAT_VERSION = 3  # 3: pairs carry question_template and near_miss_share
+FORMAT_VERSION = 4  # 3: pairs carry question_template and near_miss_share; 4: top-up sweep (pairs_topped_up)
 ARTIFACT = "socrates_mini_seed{seed}.npz"  # one file per published dataset seed, in the detector's folder, pinned
 PUBLISHED_SEEDS = (0, 1, 2)
 
@@ -248,20 +248,32 @@ def sample_pairs(name: str, generator, config: SocratesConfig, model_index: int)
     wrong = round(config.greedy_wrong_share * config.prompts_per_model)
     quota = {True: config.prompts_per_model - wrong, False: wrong}
 
+    capped = True  # False in the top-up sweep: only the total counts
+    probed: set[tuple[int, int]] = set()
+
     def full(greedy_right: bool) -> bool:
+        if not capped:
+            return len(kept) >= config.prompts_per_model
         return sum(p["greedy_genuine"] == greedy_right for p in kept) >= quota[greedy_right]
 
-    chunk = 64
-    for start in track(range(0, len(order), chunk), desc=f"sampling {name}", total=-(-len(order) // chunk)):
-        if len(kept) >= config.prompts_per_model:
-            break
-        batch = [c for c in order[start : start + chunk] if c[0] not in kept_facts]
-        answers = generator.sample(
-            [prompts[c] for c in batch], 1, temperature=0.0, max_new_tokens=config.max_new_tokens
-        )
-        for c, (answer,) in zip(batch, answers, strict=True):
-            greedy[c], greedy_ok[c] = answer, is_genuine(facts[c[0]], answer)
-        batch = [c for c in batch if not full(greedy_ok[c])]  # skip full strata
+    def sweep(desc: str) -> None:
+        chunk = 64
+        for start in track(range(0, len(order), chunk), desc=desc, total=-(-len(order) // chunk)):
+            if len(kept) >= config.prompts_per_model:
+                break
+            batch = [c for c in order[start : start + chunk] if c[0] not in kept_facts and c not in probed]
+            fresh = [c for c in batch if c not in greedy]
+            if fresh:
+                answers = generator.sample(
+                    [prompts[c] for c in fresh], 1, temperature=0.0, max_new_tokens=config.max_new_tokens
+                )
+                for c, (answer,) in zip(fresh, answers, strict=True):
+                    greedy[c], greedy_ok[c] = answer, is_genuine(facts[c[0]], answer)
+            batch = [c for c in batch if not full(greedy_ok[c])]  # skip full strata
+            probed.update(batch)
+            keep_from(batch)
+
+    def keep_from(batch: list[tuple[int, int]]) -> None:
         candidates = []
         for c, answers in draw(batch, config.probe_samples, config.seed + 1).items():
             fact = facts[c[0]]
@@ -284,7 +296,10 @@ def sample_pairs(name: str, generator, config: SocratesConfig, model_index: int)
             well_formed = well_formed[: config.samples]
             n_h = sum(y for _, y in well_formed)
             enough = len(well_formed) == config.samples and min(n_h, config.samples - n_h) >= config.min_per_class
-            if not enough or full(greedy_ok[c]) or c[0] in kept_facts:
+            if not enough or c[0] in kept_facts:
+                continue
+            if full(greedy_ok[c]):
+                probed.discard(c)  # its stratum filled meanwhile: the top-up may still take it
                 continue
             share = near_miss_share(fact, [a for a, y in well_formed if y])
             if share < config.min_near_miss_share:
@@ -309,6 +324,13 @@ def sample_pairs(name: str, generator, config: SocratesConfig, model_index: int)
                     "labels": [y for _, y in well_formed],
                 }
             )
+
+    sweep(f"sampling {name}")
+    topped_from = len(kept)
+    if len(kept) < config.prompts_per_model:
+        # top-up: a greedy stratum ran out of candidates first; fill the rest from the other one
+        capped = False
+        sweep(f"top-up {name}")
     probe_total = max(1, counts["probed"] * config.probe_samples)
     stats = {
         "greedy_accuracy": float(np.mean(list(greedy_ok.values()))),
@@ -318,6 +340,7 @@ def sample_pairs(name: str, generator, config: SocratesConfig, model_index: int)
         "prompts_probed": counts["probed"],
         "pairs_near_miss_short": counts["near_miss_short"],
         "pairs_kept": len(kept),
+        "pairs_topped_up": len(kept) - topped_from,
         "kept_greedy_accuracy": float(np.mean([p["greedy_genuine"] for p in kept])) if kept else 0.0,
         "kept_hallucination_rate": float(np.mean([np.mean(p["labels"]) for p in kept])) if kept else 0.0,
         "kept_near_miss_share": float(np.mean([p["near_miss_share"] for p in kept])) if kept else 0.0,
