@@ -5,7 +5,8 @@ kept ``attributes`` once, then every fact in a second phrasing, ...; one samplin
 cycling over ``temperatures``):
 
 1. **Greedy pass**, chunk by chunk: the greedy answer says whether the model "knows" the fact. Pairs are
-   stratified by greedy correctness: ``greedy_wrong_share`` of each generator's pairs have a wrong greedy answer.
+   stratified by greedy correctness: ``greedy_wrong_share`` of each generator's pairs have a wrong greedy answer
+   (where one stratum runs out first, a top-up sweep fills the rest from the other).
 2. **Probe**: ``probe_samples`` answers per candidate; a candidate with at least two well-formed answers of
    each class whose hallucinated answers are near misses (:func:`zoo.aporia.facts.is_near_miss`) at half the
    final share at least is sampled.
@@ -89,7 +90,8 @@ class SocratesConfig:
         greedy_wrong_share: Share of each generator's pairs whose greedy answer is wrong (the rest: greedy right,
             the paper's "knowledge present, retrieval unstable"). A wrong greedy answer usually means a wrong modal
             answer, which no answer-agreement rule can catch; without this stratum the majority vote scores
-            0.84 F1 (issue 18's headroom gate asks for at most 0.80).
+            0.84 F1 (issue 18's headroom gate asks for at most 0.80). A target, not a cap: when one stratum's
+            candidates run out first, a second (top-up) sweep fills the rest of ``prompts_per_model`` from the other.
         temperatures: Sampling temperatures, assigned to the candidate facts in turn.
         top_p: Nucleus sampling mass.
         max_new_tokens: Answer length limit in tokens.
