@@ -187,8 +187,8 @@ def test_query_question_puts_the_question_before_the_recent_answer_tokens(setup)
         return _vector(text)
 
     question = questions[0]
-    decoder = Decoder(lm, tokens, retriever, encoder, predictor, head, Hyper(theta=0.0, query_tokens=4))
-    decoder.hyper.query_question = True
+    hyper = Hyper(theta=0.0, query_tokens=4, query_question=True)
+    decoder = Decoder(lm, tokens, retriever, encoder, predictor, head, hyper)
     trace = decoder.answer(question, "sync_active")
     assert trace.spikes and len(seen) == len(trace.spikes)
     for text, s in zip(seen, trace.spikes):

@@ -21,7 +21,7 @@ Deviations and reconstructed choices (R):
 * Responses (issue 18: a benchmark hard enough to tell the methods apart): only *well-formed* answers are
   labelled (they parse with an answer template of the asked attribute and country and their value has the
   attribute's type); hallucinated = well-formed and wrong. Malformed answers are left out and reported per
-  generator. 60 (model, prompt) pairs per generator, 50 well-formed answers each (the spec's 40 would leave
+  generator. Up to 60 (model, prompt) pairs per generator, 50 well-formed answers each (the spec's 40 would leave
   nothing to test at 40 labels), temperature 0.7, 1.0 or 1.3 in turn over the prompts, top-p 0.95, 24 tokens,
   >= 6 answers of each class; pairs are found by a 12-sample probe before the full sampling (R). A pair is kept
   only if at least half its hallucinations are *near misses* (the wrong value shares a word with the true one

@@ -208,7 +208,7 @@ class Decoder:
         with ``Hyper.query_question`` the question, then the last ``query_tokens`` answer tokens."""
         if self.hyper.query_question:
             answer = session.answer[: max(0, t + 1 - lag)]
-            tail = self.tokens.decode(answer[-self.hyper.query_tokens :]) if answer else ""
+            tail = self.tokens.decode(answer[-self.hyper.query_tokens :])
             return self.encoder(f"{self._question} {tail}".strip())
         ids = list(self.tokens.cached(self._question)) + session.answer[: t + 1]
         ids = ids[: max(1, len(ids) - lag)] if lag else ids
