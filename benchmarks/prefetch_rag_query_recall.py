@@ -13,6 +13,8 @@ Session 2026-12-04 (published checkpoint's tokenizer, 30 + 60 questions): last32
 out of the window past the first slot sentence: long lead-ins say "its"); question first, then the last 16 answer
 tokens (Hyper.query_question, query_tokens 16) 0.958 / 0.800; oracle "The <attribute> of <country>" 1.000 / 1.000.
 With query_question and no retraining, validation sync_active EM rose 0.433 -> 0.583 (single), 0.308 -> 0.329 (multi).
+Session 2026-12-04, the retrained release (recipe with query_question, query_tokens 16): question first, then the last
+16 / 24 / 32 answer tokens: 0.958 / 0.817 / 0.775 single, 0.800 / 0.713 / 0.604 multi, so the recipe keeps 16.
 """
 
 import json
@@ -57,7 +59,7 @@ for q in questions:
 out["single_shot_question"] = {k: round(float(np.mean(v)), 3) for k, v in hits.items()}
 NAMES = {"capital": "capital", "currency": "currency", "language": "main language", "calling_code": "calling code",
          "demonym": "demonym"}  # fmt: skip
-for name in ("question_then_last16", "oracle_attribute_country"):
+for name in ("question_then_last16", "question_then_last24", "question_then_last32", "oracle_attribute_country"):
     hits = {"single": [], "multi": []}
     for q in questions:
         answer: list[int] = []
@@ -66,7 +68,8 @@ for name in ("question_then_last16", "oracle_attribute_country"):
                 if name == "oracle_attribute_country":
                     text = f"The {NAMES[seg.attribute]} of {seg.country}"
                 else:  # Hyper.query_question's query
-                    text = f"{q.question} {tokens.decode(answer[-16:])}".strip()
+                    n = int(name.rsplit("last", 1)[1])
+                    text = f"{q.question} {tokens.decode(answer[-n:])}".strip()
                 found, _ = retriever.search(encoder(text), 3)
                 gold = C.fact_document(seg.country, seg.attribute)
                 hits["multi" if q.multi else "single"].append(gold in [retriever.texts[j] for j in found])

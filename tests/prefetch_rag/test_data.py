@@ -77,3 +77,27 @@ def test_headroom_gates_hold_at_their_thresholds_and_fail_one_slot_below():
     below = headroom_gates(record(0.35, 0.25 + 1 / 240))
     assert not below["hold"] and below["headroom_em_multi"] == pytest.approx(0.1 - 1 / 240)
     assert not headroom_gates({**record(0.6, 0.2), "sync_active": {"em_single": 0.19, "em_multi": 0.6}})["hold"]
+
+
+def test_tuned_arms_get_as_many_trials_as_sync_active_and_tuning_json_follows_the_grids():
+    from pathlib import Path
+
+    import yaml
+
+    from zoo._recipes import resolve_recipe
+    from zoo.prefetch_rag import tune as T
+
+    recipe = yaml.safe_load(Path(resolve_recipe("prefetch_rag/countries")).read_text())["model"]["init_args"]
+    sync_trials = len(recipe["theta_grid"]) * len(recipe["keep_grid"])  # sync_active's theta x keep_blocks
+    assert {arm: len(grid) for arm, grid in T.GRIDS.items()} == dict.fromkeys(T.GRIDS, sync_trials)
+    assert sync_trials == T.TRIALS
+    for arm, grid in T.GRIDS.items():
+        assert len({tuple(sorted(c.items())) for c in grid}) == len(grid), arm  # no config twice
+        assert all(c.keys() == grid[0].keys() for c in grid), arm  # the card lists one value set per key
+    assert {c["confirm"] for c in T.GRIDS["prefetch"]} == {True, False}  # the served rule is a tuned choice
+    record = T.load()  # the shipped tuning.json was run with these grids and the recipe's stage 2
+    assert len(record["theta_choice"]["trials"]) == sync_trials
+    for arm, grid in T.GRIDS.items():
+        trials = [{k: t[k] for k in grid[0]} for t in record["arms"][arm]["trials"]]
+        assert trials == grid, arm
+        assert record["arms"][arm]["best"] in grid, arm

@@ -13,9 +13,10 @@ fetched ``candidates`` > ``top_docs``; re-ranking them costs dot products, no in
 cache (documents charged as prefill). If the entropy is then at most ``theta`` the spike is *served* (a *hit* when
 the result was ready at the spike); otherwise, or without a valid prefetch, it falls back to a synchronous
 retrieval with the text query (the sync baseline's). That entropy confirmation (R, ``Hyper.confirm``, on by
-default) is ours; the spec's rule (``confirm=False``) lets a valid prefetch serve its spike. On the published
-checkpoint's validation questions the spec's rule is 11% faster than sync_active but loses 15 EM points (the
-prefetched blocks hold the gold document at 39% of the spikes, the synchronous text query's at 59%).
+default) is ours; the spec's rule (``confirm=False``) lets a valid prefetch serve its spike. Which of the two
+prefetch uses is a tuned choice (:data:`zoo.prefetch_rag.tune.GRIDS`). On the first release's validation questions
+the spec's rule was 11% faster than sync_active but lost 15 EM points (the prefetched blocks held the gold document
+at 39% of the spikes, the synchronous text query's at 59%).
 
 Inserted blocks (R, ``keep_blocks``): each retrieval inserts a block of ``top_docs`` documents; the context keeps the
 last ``keep_blocks`` blocks, oldest first and the newest next to the question (a document of an older block that
@@ -69,10 +70,11 @@ class Hyper:
             counts as served (else a synchronous retrieval follows); ``False`` is the spec's rule (a valid prefetch
             serves the spike).
         query_question: Text queries start with the question (which names the country) and end with the last
-            ``query_tokens`` answer tokens; ``False`` (published) embeds the last ``query_tokens`` tokens of question
-            and answer together, which past the first slot sentence no longer hold the country (long lead-ins say
-            "its"): on validation the gold document is in that query's top 3 at 61% of the slots, 85% with the
-            question first (16 answer tokens), 100% with an oracle "<attribute> of <country>" query.
+            ``query_tokens`` answer tokens (the recipe's choice, with 16 tokens); ``False`` (the spec's query)
+            embeds the last ``query_tokens`` tokens of question and answer together, which past the first slot
+            sentence no longer hold the country (long lead-ins say "its"): on validation the gold document is in
+            that query's top 3 at 61% of the slots, 85% with the question first (16 answer tokens), 100% with an
+            oracle "<attribute> of <country>" query.
     """
 
     theta: float = 1.0

@@ -17,7 +17,10 @@ Components (as the spec gives them):
   BCE with pos_weight = neg/pos; fires when p > tau and nothing is pending. Inputs are standardised with the
   training features' mean and std (buffers).
 * QueryGenerator: linear head d -> 384, target the MiniLM embedding of the gold document of the upcoming slot,
-  loss 1 - cos; query ``normalize(alpha q_h + (1 - alpha) MiniLM(last 32 tokens))``.
+  loss 1 - cos; query ``normalize(alpha q_h + (1 - alpha) MiniLM(text))``. The text query (R, every active arm's):
+  the spec's last 32 tokens lose the country once a long lead-in says "its" (gold document in the top 3 at 61% of
+  validation slots), so the recipe sets ``Hyper.query_question``: the question, which names the country, then the
+  last 16 answer tokens (85%; benchmarks/prefetch_rag_query_recall.py).
 * ContextMonitor: every 4 tokens ``drift = 1 - cos(normalize(W h), q_inflight)``; above delta the pending prefetch
   is cancelled and re-issued.
 

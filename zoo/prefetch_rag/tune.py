@@ -8,7 +8,8 @@ Every tuned arm gets the same number of trials (:data:`TRIALS`) on the declared 
 * ``sync_active``: theta (jointly with the decoder's ``keep_blocks`` rule, which every arm then uses), chosen inside
   the recipe on its selection questions (stage 2, :meth:`PrefetchRAGModule.choose_theta`: highest EM, ties within
   1 point broken by the lowest latency); the record is read from the checkpoint's metadata.
-* ``telerag``: its retrieval interval; ``piperag``: its staleness; ``prefetch``: (tau, delta, rho, alpha) configs.
+* ``telerag``: its retrieval interval; ``piperag``: its staleness; ``prefetch``: (tau, delta, rho, alpha) configs,
+  each with the entropy confirmation (``Hyper.confirm``) and with the spec's served rule.
 
 Rule for the asynchronous arms: the lowest simulated latency among the trials whose validation EM is at most
 1 point below ``sync_active``'s; if none qualifies, the highest EM. The ablations reuse ``prefetch``'s choice.
@@ -23,17 +24,21 @@ from pathlib import Path
 TUNING_FILE = Path(__file__).with_name("tuning.json")
 # the headroom gates on validation (issue 20): sync_active's EM over no_retrieval's, its em_multi over single_shot's
 HEADROOM_EM, HEADROOM_EM_MULTI = 0.20, 0.10
+# 8 trials per arm, as many as sync_active's (theta x keep_blocks, recipe stage 2). prefetch's grid also chooses the
+# served rule (Hyper.confirm: our entropy confirmation, or the spec's rule that a valid prefetch serves its spike) and
+# the monitor's delta with the query-head weight alpha: the monitor compares the head's vector alone with the in-flight
+# query, which at alpha 0.2 is mostly text, so at the spec's delta 0.35 it re-issued a prefetch every few tokens
+# (validation 2026-12-04: 20 retrievals per question, no hit; the first grid of this release, in tuning.json's history)
+_LOW_ALPHA = [{"tau": 0.3, "delta": d, "rho": 0.6, "alpha": 0.2} for d in (0.35, 0.5, 0.7)]
 GRIDS: dict[str, list[dict]] = {
-    "telerag": [{"interval": v} for v in (8, 12, 16, 24)],
-    "piperag": [{"staleness": v} for v in (4, 8, 12, 16)],
-    "prefetch": [
-        {"tau": 0.5, "delta": 0.35, "rho": 0.6, "alpha": 0.5},  # the spec's defaults
-        {"tau": 0.3, "delta": 0.35, "rho": 0.6, "alpha": 0.5},
-        {"tau": 0.7, "delta": 0.35, "rho": 0.6, "alpha": 0.5},
-        {"tau": 0.5, "delta": 0.2, "rho": 0.5, "alpha": 0.7},
-    ],
+    "telerag": [{"interval": v} for v in (4, 6, 8, 12, 16, 20, 24, 32)],
+    "piperag": [{"staleness": v} for v in (2, 4, 6, 8, 12, 16, 20, 24)],
+    "prefetch": [{"tau": 0.5, "delta": 0.35, "rho": 0.6, "alpha": 0.5, "confirm": True}]  # the spec's defaults
+    + [{**c, "confirm": True} for c in _LOW_ALPHA]
+    + [{**c, "confirm": False} for c in _LOW_ALPHA]
+    + [{"tau": 0.5, "delta": 0.5, "rho": 0.6, "alpha": 0.2, "confirm": False}],
 }
-TRIALS = 4
+TRIALS = 8
 EM_TOLERANCE = 0.01
 
 
@@ -78,6 +83,7 @@ def tune(module, retriever, encoder=None, headroom_only: bool = False) -> dict:
             hyper = Hyper(**{**asdict(base), **config})
             metrics = run_arm(module.decoder(retriever, encoder, hyper), questions, arm)
             trials.append({**config, "em": metrics["em_all"], "latency_ms": metrics["latency_ms_mean"]})
+            trials[-1] |= {k: metrics[k] for k in ("retrievals_mean", "hit_rate_all", "served_rate")}
             print(arm, trials[-1])
         best = choose(trials, reference["em_all"])
         record["arms"][arm] = {"trials": trials, "best": {k: best[k] for k in grid[0]}}
