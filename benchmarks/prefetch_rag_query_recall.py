@@ -27,6 +27,7 @@ import torch
 from zoo.common.text import load_bpe
 from zoo.prefetch_rag import corpus as C
 from zoo.prefetch_rag.data import validation_questions
+from zoo.prefetch_rag.decoder import question_query
 from zoo.prefetch_rag.index import TextEncoder, build_retriever
 from zoo.prefetch_rag.lm import Tokens
 
@@ -69,7 +70,7 @@ for name in ("question_then_last16", "question_then_last24", "question_then_last
                     text = f"The {NAMES[seg.attribute]} of {seg.country}"
                 else:  # Hyper.query_question's query
                     n = int(name.rsplit("last", 1)[1])
-                    text = f"{q.question} {tokens.decode(answer[-n:])}".strip()
+                    text = question_query(q.question, tokens.decode(answer[-n:]))
                 found, _ = retriever.search(encoder(text), 3)
                 gold = C.fact_document(seg.country, seg.attribute)
                 hits["multi" if q.multi else "single"].append(gold in [retriever.texts[j] for j in found])

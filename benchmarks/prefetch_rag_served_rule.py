@@ -51,7 +51,8 @@ def main() -> None:
     module = zoo.load("prefetch_rag", pretrained=True)
     retriever, encoder = build_retriever(), TextEncoder()
     questions = validation_questions()
-    base = replace(chosen_hyper(module.decoder(retriever, encoder).hyper), query_question=args.query_question)
+    base = chosen_hyper(module.decoder(retriever, encoder).hyper, arm="prefetch")
+    base = replace(base, query_question=args.query_question)
     spec = replace(base, confirm=False)
     runs = [
         ("sync_active", "sync_active", base),

@@ -24,7 +24,7 @@ from zoo.prefetch_rag.scoring import run_arm
 torch.set_num_threads(2)
 module = zoo.load("prefetch_rag", pretrained=True).eval()
 retriever, encoder = build_retriever(), TextEncoder()
-hyper = T.chosen_hyper(module.decoder(retriever, encoder).hyper)
+hyper = T.chosen_hyper(module.decoder(retriever, encoder).hyper, arm="prefetch")
 questions = validation_questions()
 keys = ("em_all", "hit_rate", "multi_domain_hit_rate", "served_rate", "retrievals_mean", "latency_ms_mean")
 print(f"{'arm':24s}" + "".join(f"{k:>22s}" for k in keys))

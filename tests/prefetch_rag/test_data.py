@@ -101,3 +101,26 @@ def test_tuned_arms_get_as_many_trials_as_sync_active_and_tuning_json_follows_th
         trials = [{k: t[k] for k in grid[0]} for t in record["arms"][arm]["trials"]]
         assert trials == grid, arm
         assert record["arms"][arm]["best"] in grid, arm
+
+
+def test_each_arm_is_measured_with_its_own_tuned_values():
+    from zoo.prefetch_rag.decoder import Hyper
+    from zoo.prefetch_rag.tune import chosen_hyper
+
+    record = {
+        "arms": {
+            "telerag": {"best": {"interval": 8}},
+            "piperag": {"best": {"staleness": 4}},
+            "prefetch": {"best": {"tau": 0.3, "rho": 0.5, "confirm": False, "monitor_anchor": "head"}},
+        }
+    }
+    base = Hyper(confirm=True, rho=0.6)
+    telerag = chosen_hyper(base, record, arm="telerag")  # tuned on base's served rule and rho: measured on them
+    assert (telerag.interval, telerag.confirm, telerag.rho, telerag.tau) == (8, True, 0.6, base.tau)
+    for arm in ("prefetch", "prefetch_no_monitor"):  # the ablations keep prefetch's constants
+        hyper = chosen_hyper(base, record, arm=arm)
+        assert (hyper.tau, hyper.rho, hyper.confirm, hyper.monitor_anchor, hyper.interval) == (
+            0.3, 0.5, False, "head", base.interval)  # fmt: skip
+    assert chosen_hyper(base, record, arm="sync_active") == base
+    merged = chosen_hyper(base, record)
+    assert (merged.interval, merged.staleness, merged.confirm) == (8, 4, False)

@@ -194,3 +194,18 @@ def test_query_question_puts_the_question_before_the_recent_answer_tokens(setup)
     for text, s in zip(seen, trace.spikes):
         tail = tokens.decode(trace.tokens[:s][-4:])
         assert text == f"{question.question} {tail}".strip()
+
+
+def test_monitor_anchor_head_measures_context_drift_not_the_query_mix(setup):
+    # a constant head vector: the context never moves, so the head anchor never re-issues (as many retrievals as with
+    # the monitor off: drift is at most 2); the spec's anchor (the in-flight query, here pure text: alpha 0) sits at
+    # cosine ~0 to it and re-issues at every monitor check
+    constant = _vector("constant head")
+    retrievals = {}
+    for anchor, delta in (("query", 2.0), ("query", 0.5), ("head", 0.5)):
+        decoder = _decoder(setup, theta=0.0, tau=0.0, alpha=0.0, delta=delta, monitor_anchor=anchor)
+        decoder._head = lambda session, t: constant
+        retrievals[anchor, delta] = sum(decoder.answer(q, "prefetch").retrievals for q in setup[-1])
+    assert retrievals["head", 0.5] == retrievals["query", 2.0] < retrievals["query", 0.5]
+    with pytest.raises(ValueError, match="monitor_anchor"):
+        Hyper(monitor_anchor="text")

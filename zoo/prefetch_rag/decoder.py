@@ -69,6 +69,11 @@ class Hyper:
         confirm: After inserting a valid prefetch, also require the entropy to fall to ``theta`` before the spike
             counts as served (else a synchronous retrieval follows); ``False`` is the spec's rule (a valid prefetch
             serves the spike).
+        monitor_anchor: What the ContextMonitor's head vector ``c_t`` is compared with: ``"query"`` (the spec: the
+            in-flight query) or ``"head"`` (R: the head's vector when the prefetch was issued). The in-flight query
+            mixes the head with the text query, so with ``"query"`` the drift of an unchanged context is about
+            ``1 - cos(q_h, q)``, which grows as alpha falls (at alpha 0.2 it is near the spec's delta 0.35 and the
+            monitor re-issues every few tokens); ``"head"`` measures only how far the context moved.
         query_question: Text queries start with the question (which names the country) and end with the last
             ``query_tokens`` answer tokens (the recipe's choice, with 16 tokens); ``False`` (the spec's query)
             embeds the last ``query_tokens`` tokens of question and answer together, which past the first slot
@@ -93,6 +98,7 @@ class Hyper:
     max_slot_tokens: int = 8
     keep_blocks: int = 1
     confirm: bool = True
+    monitor_anchor: str = "query"
     query_question: bool = False
 
     def __post_init__(self) -> None:
@@ -116,6 +122,13 @@ class Hyper:
             raise ValueError(f"delta must be >= 0, got {self.delta}")
         if self.staleness < 0:
             raise ValueError(f"staleness must be >= 0, got {self.staleness}")
+        if self.monitor_anchor not in ("query", "head"):
+            raise ValueError(f"monitor_anchor must be 'query' or 'head', got {self.monitor_anchor!r}")
+
+
+def question_query(question: str, tail: str) -> str:
+    """The question-first text query (``Hyper.query_question``): the question, then the recent answer text ``tail``."""
+    return f"{question} {tail}".strip()
 
 
 @dataclass(frozen=True)
@@ -152,6 +165,7 @@ class Pending:
     query: np.ndarray
     handle: Handle
     issued_at: int
+    anchor: np.ndarray | None = None  # what the monitor compares with (Hyper.monitor_anchor); None: the query
 
 
 @dataclass
@@ -211,7 +225,7 @@ class Decoder:
         if self.hyper.query_question:
             answer = session.answer[: max(0, t + 1 - lag)]
             tail = self.tokens.decode(answer[-self.hyper.query_tokens :])
-            return self.encoder(f"{self._question} {tail}".strip())
+            return self.encoder(question_query(self._question, tail))
         ids = list(self.tokens.cached(self._question)) + session.answer[: t + 1]
         ids = ids[: max(1, len(ids) - lag)] if lag else ids
         return self.encoder(self.tokens.decode(ids[-self.hyper.query_tokens :]))
@@ -272,7 +286,8 @@ class Decoder:
         def issue(t: int) -> None:
             q = self._query(arm, session, t)
             handle = clock.submit(lambda: self.retriever.search(q, hp.candidates))
-            state["pending"] = Pending(q, handle, t)
+            anchor = self._head(session, t) if arm.monitor and hp.monitor_anchor == "head" else None
+            state["pending"] = Pending(q, handle, t, anchor)
             trace.issued.append(handle)
             trace.retrievals += 1
             if state["first_fire"] is None:
@@ -302,7 +317,8 @@ class Decoder:
                 issue(t)
             elif arm.monitor and state["pending"] is not None and (t + 1) % hp.monitor_every == 0:
                 c = self._head(session, t)
-                if drift(c, state["pending"].query) > hp.delta:
+                pending = state["pending"]
+                if drift(c, pending.query if pending.anchor is None else pending.anchor) > hp.delta:
                     cancel()
                     issue(t)
 

@@ -215,12 +215,13 @@ def _all_arms(run) -> dict[str, dict]:
     module = load_method(run)
     retriever, encoder = build_retriever(), TextEncoder()
     decoder = module.decoder(retriever, encoder)
-    decoder.hyper = T.chosen_hyper(decoder.hyper)
+    base = decoder.hyper
     s = run.settings
     questions = test_questions(s["n_single"], s["n_multi"])
     wall = [q for q in questions if not q.multi][: s["wall_questions"]]
     out = {}
     for arm in ARMS:
+        decoder.hyper = T.chosen_hyper(base, arm=arm)  # each arm as it was tuned
         traces: list = []
         metrics = run_arm(decoder, questions, arm, record=arm == "sync_active", traces=traces)
         if arm == METHOD:  # the golden test's slice: the first GOLDEN single-domain questions
@@ -232,7 +233,9 @@ def _all_arms(run) -> dict[str, dict]:
         out[arm] = metrics
     out[METHOD]["predictor_auroc"] = out["sync_active"].pop("predictor_auroc")
     names = ("theta", "keep_blocks", "tau", "delta", "rho", "alpha", "interval", "staleness")
-    run.extras["hyper"] = {k: getattr(decoder.hyper, k) for k in names}
+    names += ("confirm", "monitor_anchor", "query_question", "query_tokens")
+    merged = T.chosen_hyper(base)  # prefetch's values where arms share a field
+    run.extras["hyper"] = {k: getattr(merged, k) for k in names}
     return out
 
 
@@ -327,7 +330,7 @@ def score_pretrained(module, limit: int | None = None) -> dict[str, float]:
     n = PROTOCOL.settings["n_single"].default
     questions = test_questions(n, 0)[: limit or n]
     decoder = module.decoder(build_retriever())
-    decoder.hyper = T.chosen_hyper(decoder.hyper)
+    decoder.hyper = T.chosen_hyper(decoder.hyper, arm=METHOD)
     return {"em": run_arm(decoder, questions, METHOD)["em"]}
 
 

@@ -22,7 +22,10 @@ Components (as the spec gives them):
   validation slots), so the recipe sets ``Hyper.query_question``: the question, which names the country, then the
   last 16 answer tokens (85%; benchmarks/prefetch_rag_query_recall.py).
 * ContextMonitor: every 4 tokens ``drift = 1 - cos(normalize(W h), q_inflight)``; above delta the pending prefetch
-  is cancelled and re-issued.
+  is cancelled and re-issued. (R) ``Hyper.monitor_anchor = "head"`` compares ``normalize(W h)`` with the head's
+  vector when the prefetch was issued instead of the in-flight query: that query mixes in the text query, so the
+  spec's drift of an unchanged context grows as alpha falls (at alpha 0.2 the monitor re-issued every few tokens).
+  Which anchor prefetch uses is a tuned choice (:data:`zoo.prefetch_rag.tune.GRIDS`).
 
 Reconstruction choices and deviations (R):
 

@@ -8,8 +8,8 @@ Every tuned arm gets the same number of trials (:data:`TRIALS`) on the declared 
 * ``sync_active``: theta (jointly with the decoder's ``keep_blocks`` rule, which every arm then uses), chosen inside
   the recipe on its selection questions (stage 2, :meth:`PrefetchRAGModule.choose_theta`: highest EM, ties within
   1 point broken by the lowest latency); the record is read from the checkpoint's metadata.
-* ``telerag``: its retrieval interval; ``piperag``: its staleness; ``prefetch``: (tau, delta, rho, alpha) configs,
-  each with the entropy confirmation (``Hyper.confirm``) and with the spec's served rule.
+* ``telerag``: its retrieval interval; ``piperag``: its staleness; ``prefetch``: (tau, delta, rho, alpha) configs
+  with the monitor's anchor (``Hyper.monitor_anchor``) and the served rule (``Hyper.confirm``).
 
 Rule for the asynchronous arms: the lowest simulated latency among the trials whose validation EM is at most
 1 point below ``sync_active``'s; if none qualifies, the highest EM. The ablations reuse ``prefetch``'s choice.
@@ -26,17 +26,20 @@ TUNING_FILE = Path(__file__).with_name("tuning.json")
 HEADROOM_EM, HEADROOM_EM_MULTI = 0.20, 0.10
 # 8 trials per arm, as many as sync_active's (theta x keep_blocks, recipe stage 2). prefetch's grid also chooses the
 # served rule (Hyper.confirm: our entropy confirmation, or the spec's rule that a valid prefetch serves its spike) and
-# the monitor's delta with the query-head weight alpha: the monitor compares the head's vector alone with the in-flight
-# query, which at alpha 0.2 is mostly text, so at the spec's delta 0.35 it re-issued a prefetch every few tokens
-# (validation 2026-12-04: 20 retrievals per question, no hit; the first grid of this release, in tuning.json's history)
-_LOW_ALPHA = [{"tau": 0.3, "delta": d, "rho": 0.6, "alpha": 0.2} for d in (0.35, 0.5, 0.7)]
+# the monitor: the spec compares the head's vector with the in-flight query, which at the query-head weight alpha 0.2
+# is mostly text, so at delta 0.35 the monitor re-issued a prefetch every few tokens (validation 2026-12-04: 18
+# retrievals per answer, no hit); Hyper.monitor_anchor "head" compares it with the head's vector at issue instead.
+# The two earlier grids of this release are kept in tuning.json ("superseded").
+_HEAD = [{"tau": 0.3, "delta": d, "rho": 0.6, "alpha": 0.2, "monitor_anchor": "head"} for d in (0.2, 0.35, 0.5)]
 GRIDS: dict[str, list[dict]] = {
     "telerag": [{"interval": v} for v in (4, 6, 8, 12, 16, 20, 24, 32)],
     "piperag": [{"staleness": v} for v in (2, 4, 6, 8, 12, 16, 20, 24)],
-    "prefetch": [{"tau": 0.5, "delta": 0.35, "rho": 0.6, "alpha": 0.5, "confirm": True}]  # the spec's defaults
-    + [{**c, "confirm": True} for c in _LOW_ALPHA]
-    + [{**c, "confirm": False} for c in _LOW_ALPHA]
-    + [{"tau": 0.5, "delta": 0.5, "rho": 0.6, "alpha": 0.2, "confirm": False}],
+    "prefetch": [
+        {"tau": 0.5, "delta": 0.35, "rho": 0.6, "alpha": 0.5, "monitor_anchor": "query", "confirm": True},  # the spec
+        {"tau": 0.3, "delta": 0.35, "rho": 0.6, "alpha": 0.2, "monitor_anchor": "query", "confirm": True},
+    ]
+    + [{**c, "confirm": True} for c in _HEAD]
+    + [{**c, "confirm": False} for c in _HEAD],
 }
 TRIALS = 8
 EM_TOLERANCE = 0.01
@@ -107,15 +110,24 @@ def headroom_gates(record: dict) -> dict:
     return {**gaps, "thresholds": [HEADROOM_EM, HEADROOM_EM_MULTI], "hold": hold}
 
 
-def chosen_hyper(base, record: dict | None = None):
-    """``base`` (a Hyper) with every arm's tuned values: prefetch's (tau, delta, rho, alpha), TeleRAG's interval and
-    PipeRAG's staleness (the arms read disjoint fields)."""
+def chosen_hyper(base, record: dict | None = None, arm: str | None = None):
+    """``base`` (a Hyper) with the tuned values of ``arm``: its own trial's for a tuned arm, prefetch's for the
+    prefetch ablations, none for the untuned arms (every trial ran on ``base`` plus the arm's own config, so the arm is
+    measured as it was tuned: TeleRAG and PipeRAG keep ``base``'s served rule and rho, which prefetch's grid also
+    sets). ``arm=None`` merges every arm's values (prefetch's where they share a field: a summary of the choices).
+    """
     from zoo.prefetch_rag.decoder import Hyper
 
     record = record if record is not None else load()
-    values = {}
-    for arm in GRIDS:
-        values.update(record.get("arms", {}).get(arm, {}).get("best", {}))
+    chosen = {name: r.get("best", {}) for name, r in record.get("arms", {}).items()}
+    if arm is None:
+        values = {k: v for name in GRIDS for k, v in chosen.get(name, {}).items()}
+    elif arm in GRIDS:
+        values = chosen.get(arm, {})
+    elif arm.startswith("prefetch"):
+        values = chosen.get("prefetch", {})
+    else:
+        values = {}
     return Hyper(**{**asdict(base), **values})
 
 
