@@ -9,7 +9,8 @@ test lead-ins (held out from training; 20% of the questions use short lead-ins, 
 ``wall_latency_ms_mean``. ``predictor_auroc`` scores the predictor's output at every position of the synchronous
 baseline's run on the test questions against its spike labels; ``lead_time_median`` is the median over the
 prefetch arm's spikes of the tokens since the first prefetch issued for that spike (0 when none was).
-Hyperparameters: ``tuning.json`` (validation only, :mod:`zoo.prefetch_rag.tune`); theta and ``keep_blocks`` from the
+Hyperparameters: ``tuning.json`` (validation only, :mod:`zoo.prefetch_rag.tune`), each arm with its own tuned values
+(:func:`zoo.prefetch_rag.tune.chosen_hyper`; the ablations with prefetch's); theta and ``keep_blocks`` from the
 recipe's stage 2.
 
 Resumable in pieces: with ``ZOO_PREFETCH_RAG_EVAL_CACHE`` naming a folder, every seed's arms are stored there (keyed
