@@ -165,7 +165,7 @@ class Pending:
     query: np.ndarray
     handle: Handle
     issued_at: int
-    anchor: np.ndarray | None = None  # what the monitor compares with (Hyper.monitor_anchor); None: the query
+    anchor: np.ndarray  # what the monitor compares with (Hyper.monitor_anchor): the query or the head's vector
 
 
 @dataclass
@@ -286,7 +286,7 @@ class Decoder:
         def issue(t: int) -> None:
             q = self._query(arm, session, t)
             handle = clock.submit(lambda: self.retriever.search(q, hp.candidates))
-            anchor = self._head(session, t) if arm.monitor and hp.monitor_anchor == "head" else None
+            anchor = self._head(session, t) if arm.monitor and hp.monitor_anchor == "head" else q
             state["pending"] = Pending(q, handle, t, anchor)
             trace.issued.append(handle)
             trace.retrievals += 1
@@ -317,8 +317,7 @@ class Decoder:
                 issue(t)
             elif arm.monitor and state["pending"] is not None and (t + 1) % hp.monitor_every == 0:
                 c = self._head(session, t)
-                pending = state["pending"]
-                if drift(c, pending.query if pending.anchor is None else pending.anchor) > hp.delta:
+                if drift(c, state["pending"].anchor) > hp.delta:
                     cancel()
                     issue(t)
 
