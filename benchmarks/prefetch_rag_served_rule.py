@@ -2,7 +2,8 @@
 
 For the published checkpoint with its tuned constants (zoo/prefetch_rag/tuning.json), on the declared validation set
 (30 single- + 60 multi-domain questions): sync_active, prefetch and prefetch_no_monitor with our entropy
-confirmation (``Hyper.confirm``, published) and with the spec's rule (a valid prefetch serves its spike), and
+confirmation (``Hyper.confirm``) and with the spec's rule (a valid prefetch serves its spike), whichever of the two
+tuning.json chose, and
 no_retrieval; per arm EM, latency, hit and served rates, synchronous retrievals, and the share of spikes whose
 inserted block holds the slot's gold document (where every spike inserted exactly one block). Last line: the ceiling
 of any prefetcher, ``1 - (sync latency - 300 ms x sync retrievals) / sync latency`` (every retrieval hidden).
@@ -53,12 +54,12 @@ def main() -> None:
     questions = validation_questions()
     base = chosen_hyper(module.decoder(retriever, encoder).hyper, arm="prefetch")
     base = replace(base, query_question=args.query_question)
-    spec = replace(base, confirm=False)
+    confirm, spec = replace(base, confirm=True), replace(base, confirm=False)
     runs = [
         ("sync_active", "sync_active", base),
-        ("prefetch_confirm", "prefetch", base),
+        ("prefetch_confirm", "prefetch", confirm),
         ("prefetch_spec_rule", "prefetch", spec),
-        ("prefetch_no_monitor_confirm", "prefetch_no_monitor", base),
+        ("prefetch_no_monitor_confirm", "prefetch_no_monitor", confirm),
         ("prefetch_no_monitor_spec_rule", "prefetch_no_monitor", spec),
         ("no_retrieval", "no_retrieval", base),
     ]
