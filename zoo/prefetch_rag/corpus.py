@@ -39,6 +39,11 @@ DOC_TEMPLATES = {
 }
 
 # Lead-in pools (R). Long lead-ins never name the country ("its"), so the country comes from the intro or the switch.
+# The training pools (12 long + 4 short per attribute) are wider than the held-out ones so that the predictor learns
+# "a value is coming" rather than the templates: with 5 long + 2 short, the published predictor's AUROC on the
+# validation questions (val lead-ins) was 0.735; with these, 0.855 and 0.808 (seeds 0 and 1; 2026-12-04,
+# benchmarks/prefetch_rag_predictor_val.py). The added sentences were written to differ in form from the val and
+# test pools.
 LEAD_INS: dict[str, dict[str, tuple[str, ...]]] = {
     "capital": {
         "train": (
@@ -47,8 +52,15 @@ LEAD_INS: dict[str, dict[str, tuple[str, ...]]] = {
             "As for the political centre of the nation, its capital city is",
             "Looking at the seat of its national government, the capital is",
             "If you ask where parliament and ministries meet, the capital is",
+            "Ask a local schoolchild to name the capital and the answer is",
+            "Most foreign embassies have their offices in the capital,",
+            "The parliament building stands in the capital city,",
+            "Its government ministries are all based in",
+            "Maps mark the national capital with a star, and it is",
+            "In most atlases the capital of the nation appears as",
+            "The head of state lives and works in",
         ),
-        "train_short": ("Its capital is", "Capital city:"),
+        "train_short": ("Its capital is", "Capital city:", "Capital:", "Government seat:"),
         "val": (
             "Speaking of the place where its leaders govern from, the capital is",
             "Regarding its main administrative city, the capital is",
@@ -67,8 +79,15 @@ LEAD_INS: dict[str, dict[str, tuple[str, ...]]] = {
             "As for its economy, the official currency code of the country is",
             "Looking at banknotes and coins, the money used there is",
             "If you want to pay for a meal there, you need",
+            "Wages, rents and taxes there are all paid in",
+            "The central bank prints notes in its own currency,",
+            "A cup of coffee in a local cafe is priced in",
+            "Its savings accounts and loans are kept in",
+            "The money in a local wallet would be",
+            "Every price tag in its markets shows the currency",
+            "Its national budget is counted in",
         ),
-        "train_short": ("Its currency is", "Currency:"),
+        "train_short": ("Its currency is", "Currency:", "Currency is", "Paid in"),
         "val": (
             "Speaking of payments and prices, the national currency is",
             "Regarding what its banks issue, the currency is",
@@ -87,8 +106,15 @@ LEAD_INS: dict[str, dict[str, tuple[str, ...]]] = {
             "As for its culture, the main language spoken across the country is",
             "Looking at newspapers and radio, most of them use",
             "If you talk to people in the street, you will hear",
+            "Children there learn to read and write first in",
+            "Most television news there is broadcast in",
+            "The laws of the country are written mainly in",
+            "Families at the dinner table usually speak",
+            "Its main language, heard in most homes, is",
+            "Songs on its popular radio stations are mostly in",
+            "Its parliament holds its debates in",
         ),
-        "train_short": ("Its language is", "Language:"),
+        "train_short": ("Its language is", "Language:", "Its tongue is", "Main language:"),
         "val": (
             "Speaking of words and conversation, the main language is",
             "Regarding what its people speak, the language is",
@@ -107,8 +133,15 @@ LEAD_INS: dict[str, dict[str, tuple[str, ...]]] = {
             "As for its telecommunications, the country calling code is",
             "Looking at phone numbers written for foreigners, they start with",
             "If you want to call a friend there from abroad, you dial",
+            "Its international telephone prefix is",
+            "Business cards printed for foreign clients show the code",
+            "To reach a mobile there from another country, first enter",
+            "Its country code for telephone calls is",
+            "Before the local number, an international caller adds",
+            "The telephone code assigned to the country is",
+            "Phone directories list its international code as",
         ),
-        "train_short": ("Its calling code is", "Dialling code:"),
+        "train_short": ("Its calling code is", "Dialling code:", "Calling code:", "Its dial code:"),
         "val": (
             "Speaking of international calls, the dialling prefix is",
             "Regarding its phone numbers, the calling code is",
@@ -127,8 +160,15 @@ LEAD_INS: dict[str, dict[str, tuple[str, ...]]] = {
             "As for how residents describe themselves, they say they are",
             "Looking at passports, the nationality written for its people is",
             "If you meet someone from there, you would call them",
+            "Its national football team is cheered on by fans who call themselves",
+            "A citizen of the country is known as",
+            "Newspapers abroad describe its people as",
+            "Its athletes at the games are described as",
+            "People who hold its passport are",
+            "Its citizens, at home and abroad, are called",
+            "Newcomers who settle there for good eventually become",
         ),
-        "train_short": ("Its people are", "Demonym:"),
+        "train_short": ("Its people are", "Demonym:", "Nationality:", "Its citizens are"),
         "val": (
             "Speaking of its citizens, the word for a local person is",
             "Regarding what its residents are called, they are",

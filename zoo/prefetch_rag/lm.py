@@ -178,13 +178,14 @@ def build_lm(config: LMConfig):
 
 @lru_cache(maxsize=1)
 def tokenizer_texts() -> tuple[str, ...]:
-    """What the BPE is trained on: every fact document, question and lead-in, and the Wikipedia/Lee distractors."""
+    """What the BPE is trained on: every fact document and question, the training lead-ins, and the Wikipedia/Lee
+    distractors. The validation and test lead-ins are held out of the BPE as they are of the LM and the heads, so
+    that nothing fitted before evaluation has seen them (until 2026-12-04 the BPE was trained on every pool)."""
     texts = [text for _, _, text in C.fact_documents()]
     for country in C.facts():
         texts += [C.QUESTION.format(c=country), C.INTRO.format(c=country), C.SWITCH.format(c=country)]
     for pools in C.LEAD_INS.values():
-        for lead_ins in pools.values():
-            texts += list(lead_ins) * 20
+        texts += list(pools["train"] + pools["train_short"]) * 20
     return tuple(texts) + C.distractor_documents()
 
 

@@ -49,6 +49,12 @@ Reconstruction choices and deviations (R):
   (``keep_blocks`` then holds for every arm); (b) the synchronous baseline at that choice runs over the
   ``heads`` questions (countries the LM never saw, train lead-ins) and its spikes label every position (spike in
   (t, t + k]); (c) predictor and query head train on those positions (Adam, ``head_epochs``).
+* Lead-ins: the LM and the heads train on 12 long + 4 short lead-ins per attribute, the validation and test
+  questions use others (2 + 1 each); the BPE too is fitted without them (:func:`zoo.prefetch_rag.lm.tokenizer_texts`).
+  The wider training pool is what lets the predictor recognise an unseen lead-in (validation AUROC 0.735 with
+  5 + 2, 0.855 / 0.808 with 12 + 4; :mod:`zoo.prefetch_rag.corpus`). Stage 2's ``heldout_auroc`` holds out random
+  positions, whose neighbours trained the predictor, so it is optimistic; benchmarks/prefetch_rag_predictor_val.py
+  scores unseen questions.
 * Decoding protocol, spike definition, prefetch use at a spike, re-ranking of ``candidates`` and the fallback:
   see :mod:`zoo.prefetch_rag.decoder`. A slot triggers at most one spike. An in-flight prefetch whose query is still
   valid at a spike is waited for (it is not a hit; a hit is a ready result that resolves the spike).
