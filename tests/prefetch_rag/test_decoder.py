@@ -178,6 +178,21 @@ def test_confirm_off_serves_every_spike_with_a_valid_prefetch(setup):
         assert loose.sync_retrievals == len(loose.spikes) - loose.served
 
 
+def test_confirm_theta_loosens_the_confirmation(setup):
+    # with theta 0 the confirmation rejects every insertion; a confirm_theta above any entropy accepts every one,
+    # token for token like the spec's rule, and 0 keeps theta's rule
+    rule = dict(theta=0.0, tau=0.0, rho=0.0)
+    spec = _decoder(setup, **rule, confirm=False)
+    loose = _decoder(setup, **rule, confirm=True, confirm_theta=1e6)
+    strict = _decoder(setup, **rule, confirm=True, confirm_theta=0.0)
+    for question in setup[-1]:
+        a, b = spec.answer(question, "prefetch"), loose.answer(question, "prefetch")
+        assert a.tokens == b.tokens and a.served == b.served > 0 and a.latency_ms == b.latency_ms
+        assert strict.answer(question, "prefetch").served == 0
+    with pytest.raises(ValueError, match="confirm_theta"):
+        Hyper(confirm_theta=-0.5)
+
+
 def test_query_question_puts_the_question_before_the_recent_answer_tokens(setup):
     tokens, lm, retriever, predictor, head, questions = setup
     seen = []

@@ -9,7 +9,9 @@ Every tuned arm gets the same number of trials (:data:`TRIALS`) on the declared 
   the recipe on its selection questions (stage 2, :meth:`PrefetchRAGModule.choose_theta`: highest EM, ties within
   1 point broken by the lowest latency); the record is read from the checkpoint's metadata.
 * ``telerag``: its retrieval interval; ``piperag``: its staleness; ``prefetch``: (tau, delta, rho, alpha) configs
-  with the monitor's anchor (``Hyper.monitor_anchor``) and the served rule (``Hyper.confirm``).
+  with the monitor's anchor (``Hyper.monitor_anchor``), the served rule (``Hyper.confirm``, ``Hyper.confirm_theta``)
+  and the prefetch's candidates (``Hyper.candidates``). TeleRAG and PipeRAG keep the base served rule and candidates
+  (their own trials are spent on their own constant).
 
 Rule for the asynchronous arms: the lowest simulated latency among the trials whose validation EM is at most
 1 point below ``sync_active``'s; if none qualifies, the highest EM. The ablations reuse ``prefetch``'s choice.
@@ -25,22 +27,29 @@ TUNING_FILE = Path(__file__).with_name("tuning.json")
 # the headroom gates on validation (issue 20): sync_active's EM over no_retrieval's, its em_multi over single_shot's
 HEADROOM_EM, HEADROOM_EM_MULTI = 0.20, 0.10
 # 8 trials per arm, as many as sync_active's (theta x keep_blocks, recipe stage 2). prefetch's grid also chooses the
-# served rule (Hyper.confirm: our entropy confirmation, or the spec's rule that a valid prefetch serves its spike) and
-# the monitor: the spec compares the head's vector with the in-flight query, which at the query-head weight alpha 0.2
-# is mostly text, so at delta 0.35 the monitor re-issued a prefetch every few tokens (validation 2026-12-04: 18
-# retrievals per answer, no hit); Hyper.monitor_anchor "head" compares it with the head's vector at issue instead.
-# The two earlier grids of this release are kept in tuning.json ("superseded").
-_HEAD = [{"tau": 0.3, "delta": d, "rho": 0.6, "alpha": 0.2, "monitor_anchor": "head"} for d in (0.2, 0.35, 0.5)]
+# monitor's anchor (Hyper.monitor_anchor: the spec's in-flight query, or the head's vector at issue, which the second
+# release introduced after the spec's anchor re-issued every few tokens at alpha 0.2), the served rule (Hyper.confirm:
+# our entropy confirmation, or the spec's rule that a valid prefetch serves its spike), how loose the confirmation is
+# (Hyper.confirm_theta) and how many candidates a prefetch fetches for re-ranking at the spike (Hyper.candidates).
+# The last two entered with the third release's checkpoint (theta 1.0): on validation its confirmation at theta
+# served 64 of 343 inserted prefetches though 202 held the gold document, and 8 candidates held the gold document at
+# 62% of the spikes (32: 77%, 64: 83%). The earlier grids are kept in tuning.json ("superseded").
+_HEAD = {"tau": 0.3, "delta": 0.5, "rho": 0.6, "alpha": 0.2, "monitor_anchor": "head", "confirm": True}
 GRIDS: dict[str, list[dict]] = {
     "telerag": [{"interval": v} for v in (4, 6, 8, 12, 16, 20, 24, 32)],
     "piperag": [{"staleness": v} for v in (2, 4, 6, 8, 12, 16, 20, 24)],
     "prefetch": [
-        {"tau": 0.5, "delta": 0.35, "rho": 0.6, "alpha": 0.5, "monitor_anchor": "query", "confirm": True},  # the spec
-        {"tau": 0.3, "delta": 0.35, "rho": 0.6, "alpha": 0.2, "monitor_anchor": "query", "confirm": True},
-    ]
-    + [{**c, "confirm": True} for c in _HEAD]
-    + [{**c, "confirm": False} for c in _HEAD],
-}
+        {"tau": 0.5, "delta": 0.35, "rho": 0.6, "alpha": 0.5, "monitor_anchor": "query", "confirm": True,
+         "candidates": 8, "confirm_theta": 0.0},  # the spec's constants
+        {**_HEAD, "candidates": 8, "confirm_theta": 0.0},  # grid 4's choice
+        {**_HEAD, "candidates": 32, "confirm_theta": 0.0},
+        {**_HEAD, "candidates": 32, "confirm_theta": 2.0},
+        {**_HEAD, "candidates": 32, "confirm_theta": 3.0},
+        {**_HEAD, "delta": 0.35, "candidates": 32, "confirm_theta": 2.0},
+        {**_HEAD, "candidates": 64, "confirm_theta": 2.0},
+        {**_HEAD, "candidates": 32, "confirm": False, "confirm_theta": 0.0},
+    ],
+}  # fmt: skip
 TRIALS = 8
 EM_TOLERANCE = 0.01
 
