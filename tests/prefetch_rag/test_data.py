@@ -63,6 +63,16 @@ def test_validation_questions_share_nothing_with_training_or_test():
     assert len(lead_ins) > 5 and lead_ins <= val_pool and not lead_ins & other
 
 
+def test_the_bpe_never_sees_a_held_out_lead_in():
+    from zoo.prefetch_rag.lm import tokenizer_texts
+
+    texts = set(tokenizer_texts())
+    pools_out = ("val", "val_short", "test", "test_short")
+    held_out = {t for pools in C.LEAD_INS.values() for k in pools_out for t in pools[k]}
+    training = {t for pools in C.LEAD_INS.values() for t in pools["train"] + pools["train_short"]}
+    assert training <= texts and not held_out & texts
+
+
 def test_headroom_gates_hold_at_their_thresholds_and_fail_one_slot_below():
     from zoo.prefetch_rag.tune import headroom_gates
 

@@ -15,9 +15,8 @@ that bound) the spike is *served* (a *hit* when the result was ready at the spik
 prefetch, it falls back to a synchronous retrieval with the text query (the sync baseline's). That entropy
 confirmation (R, ``Hyper.confirm``, on by default) is ours; the spec's rule (``confirm=False``) lets a valid
 prefetch serve its spike. Which of the two prefetch uses is a tuned choice (:data:`zoo.prefetch_rag.tune.GRIDS`).
-On the first release's validation questions
-the spec's rule was 11% faster than sync_active but lost 15 EM points (the prefetched blocks held the gold document
-at 39% of the spikes, the synchronous text query's at 59%).
+On the first release's validation questions the spec's rule was 11% faster than sync_active but lost 15 EM points
+(the prefetched blocks held the gold document at 39% of the spikes, the synchronous text query's at 59%).
 
 Inserted blocks (R, ``keep_blocks``): each retrieval inserts a block of ``top_docs`` documents; the context keeps the
 last ``keep_blocks`` blocks, oldest first and the newest next to the question (a document of an older block that
