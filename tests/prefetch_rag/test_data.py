@@ -15,7 +15,8 @@ from zoo.prefetch_rag import data as D  # noqa: E402
 TEST_SPLIT_SHA256 = "8cb0e20b73937459545c5269c5f80acfe69d9846d5488e2c12d9c897746c496f"  # test_questions(100, 50)
 SELECTION_SHA256 = "463866839dd1e55ed4e2a5e320fe8ec2bdf2fee971b05c058dfd341e5d089758"  # stage 2's 30 + 20
 # the declared validation set (30 + 60), pinned when it was declared, before any run on it
-DECLARED_SHA256 = "0e1cabac7ec005e61826c076de4262d687140b0c31a788fa5c2c87cce5d379e8"
+DECLARED_SHA256 = "2cc55549a9029af40cd9bd627c25fa6da83d3bfbf4bb1c957f0cd3e92ce8b5ba"  # 120 + 180 (2026-12-04)
+EARLIER_SHA256 = "0e1cabac7ec005e61826c076de4262d687140b0c31a788fa5c2c87cce5d379e8"  # the 30 + 60 before it
 
 
 def _digest(questions) -> str:
@@ -39,13 +40,16 @@ def test_stage2_selection_set_is_the_one_theta_was_chosen_on():
 def test_declared_validation_set():
     full = D.validation_questions()
     single, multi = full[: D.VAL_SINGLE], full[D.VAL_SINGLE :]
-    assert (len(single), len(multi)) == (30, 60)
+    assert (len(single), len(multi)) == (120, 180)
     assert not any(q.multi for q in single) and all(q.multi for q in multi)
-    assert single == D.selection_questions(30, 20)[:30]  # the single-domain questions did not change
-    assert D.validation_questions(30, 20) == full[:50] and D.validation_questions(10, 0) == full[:10]  # prefixes
-    # fresh: none of the 60 is one of the 20 multi-domain questions stage 2 chose theta and keep_blocks on
+    assert single[:30] == D.selection_questions(30, 20)[:30]  # the first 30 single-domain questions did not change
+    assert D.validation_questions(30, 20) == full[:30] + multi[:20] and D.validation_questions(10, 0) == full[:10]
+    # the earlier declared set (30 + 60) is a prefix of each part
+    assert D.validation_questions(30, 60) == single[:30] + multi[:60]
+    assert _digest(D.validation_questions(30, 60)) == EARLIER_SHA256
+    # fresh: none of the 180 is one of the 20 multi-domain questions stage 2 chose theta and keep_blocks on
     assert not set(multi) & set(D.selection_questions(30, 20)[30:])
-    assert len(set(multi)) == 60
+    assert len(set(multi)) == 180
     assert _digest(full) == DECLARED_SHA256
 
 
