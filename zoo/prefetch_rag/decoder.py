@@ -243,13 +243,14 @@ class Decoder:
         with torch.no_grad():
             return self.query_head(window_hidden(session.signals, t, self.hyper.w)).numpy()
 
-    def _query(self, arm: Arm, session: Session, t: int) -> np.ndarray:
+    def _query(self, arm: Arm, session: Session, t: int, head: np.ndarray | None = None) -> np.ndarray:
+        """The arm's retrieval query at answer position ``t`` (``head``: the head's vector there, if computed)."""
         if arm.query == "stale":
             return self._text(session, t, lag=self.hyper.staleness)
         alpha = self.hyper.alpha if arm.alpha is None else arm.alpha
         if arm.query == "text" or alpha == 0.0:
             return self._text(session, t)
-        return combine(self._head(session, t), self._text(session, t), alpha)
+        return combine(self._head(session, t) if head is None else head, self._text(session, t), alpha)
 
     # ------------------------------------------------------------------ loop
 
@@ -293,10 +294,10 @@ class Decoder:
         interval = arm.interval or hp.interval
 
         def issue(t: int) -> None:
-            q = self._query(arm, session, t)
+            head = self._head(session, t) if arm.monitor and hp.monitor_anchor == "head" else None
+            q = self._query(arm, session, t, head)  # the head's vector is computed once, for query and anchor
             handle = clock.submit(lambda: self.retriever.search(q, hp.candidates))
-            anchor = self._head(session, t) if arm.monitor and hp.monitor_anchor == "head" else q
-            state["pending"] = Pending(q, handle, t, anchor)
+            state["pending"] = Pending(q, handle, t, q if head is None else head)
             trace.issued.append(handle)
             trace.retrievals += 1
             if state["first_fire"] is None:
