@@ -6,10 +6,10 @@
 #     flock /tmp/zoo-cpu.lock bash benchmarks/prefetch_rag_chain.sh fit headroom  # or a few steps per locked slot
 # Steps (each prints its wall time; logs in $LOGS/<step>.log):
 #   fit        zoo fit -c recipes/prefetch_rag/countries.yaml, seed 0 (the published checkpoint)   est. 10 min
-#   headroom   validation headroom gates on the declared 30 + 60 set; STOPS the chain if one fails  est. 2 min
+#   headroom   validation headroom gates on the declared 120 + 180 set; STOPS the chain if one fails est. 6 min
 #   register   copy the export into hub_cards/prefetch_rag.countries/, write pins + num_params into
 #              zoo/prefetch_rag/__init__.py (the entry registers), load it back offline             est. 0.5 min
-#   tune       python -m zoo.prefetch_rag.tune: tuning.json (8 trials x 3 arms on validation)          est. 8-12 min
+#   tune       python -m zoo.prefetch_rag.tune: tuning.json (8 trials x 3 arms on validation)          est. 25-30 min
 #   overhead   benchmarks/prefetch_rag_overhead.py on the published checkpoint                        est. 0.5 min
 #   fits       recipe fits of seeds 1 and 2 into $ZOO_PREFETCH_RAG_FITS (PAR=1: both at once,
 #              one thread each; PAR=0: one after the other)                            est. 12 min (PAR=1) / 20

@@ -3,8 +3,8 @@ on the single- and multi-domain validation questions, its spikes per answer, its
 spiked slots whose inserted block holds the slot's gold document) and its EM with and without the gold document
 there; the same for single_shot (gold among the question's documents); oracle EM (the gold documents of the first 3
 slots in context, no retrieval). Retrieval or copying: which one limits the gates. Validation questions only; the
-test split is never read. The questions are the declared validation set's (zoo.prefetch_rag.data: 30 single- and
-60 multi-domain; smaller counts give a prefix of each part).
+test split is never read. The questions are the declared validation set's (zoo.prefetch_rag.data: 120 single- and
+180 multi-domain since 2026-12-04; smaller counts give a prefix of each part).
 
     flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/prefetch_rag_headroom_diag.py
         runs/prefetch_rag.countries/pretrained [--n-single 30 --n-multi 60 --keep 1 2]

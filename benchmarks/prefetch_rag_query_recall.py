@@ -1,7 +1,7 @@
 """Retrieval-only diagnostic (no LM decoding; seconds): recall@3 of the gold fact document for the active arms' text
 query (last N tokens of question + answer up to the slot, with the reference values before it, i.e. what an LM that
 answered every earlier slot right would see) vs single_shot's question query, on the declared validation set
-(30 + 60 questions since 2026-12-03; the numbers below are on the earlier 30 + 20).
+(120 + 180 questions since 2026-12-04, 30 + 60 from 2026-12-03; the numbers below say which they were read on).
 
     flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/prefetch_rag_query_recall.py [FOLDER]   # ~30 s CPU
 
@@ -13,8 +13,9 @@ Session 2026-12-04 (published checkpoint's tokenizer, 30 + 60 questions): last32
 out of the window past the first slot sentence: long lead-ins say "its"); question first, then the last 16 answer
 tokens (Hyper.query_question, query_tokens 16) 0.958 / 0.800; oracle "The <attribute> of <country>" 1.000 / 1.000.
 With query_question and no retraining, validation sync_active EM rose 0.433 -> 0.583 (single), 0.308 -> 0.329 (multi).
-Session 2026-12-04, the retrained release (recipe with query_question, query_tokens 16): question first, then the last
-16 / 24 / 32 answer tokens: 0.958 / 0.817 / 0.775 single, 0.800 / 0.713 / 0.604 multi, so the recipe keeps 16.
+Session 2026-12-04, the retrained release (recipe with query_question, query_tokens 16; 30 + 60 questions): question
+first, then the last 16 / 24 / 32 answer tokens: 0.958 / 0.817 / 0.775 single, 0.800 / 0.713 / 0.604 multi, so the
+recipe keeps 16.
 """
 
 import json

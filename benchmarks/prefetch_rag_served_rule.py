@@ -1,14 +1,14 @@
 """Validation diagnostic of the prefetch arms' served rule and of the latency ceiling (issue 20; test split never read).
 
 For the published checkpoint with its tuned constants (zoo/prefetch_rag/tuning.json), on the declared validation set
-(30 single- + 60 multi-domain questions): sync_active, prefetch and prefetch_no_monitor with our entropy
-confirmation (``Hyper.confirm``) and with the spec's rule (a valid prefetch serves its spike), whichever of the two
-tuning.json chose, and
-no_retrieval; per arm EM, latency, hit and served rates, synchronous retrievals, and the share of spikes whose
-inserted block holds the slot's gold document (where every spike inserted exactly one block). Last line: the ceiling
-of any prefetcher, ``1 - (sync latency - 300 ms x sync retrievals) / sync latency`` (every retrieval hidden).
+(120 single- + 180 multi-domain questions since 2026-12-04; 30 + 60 before): sync_active, prefetch and
+prefetch_no_monitor with our entropy confirmation (``Hyper.confirm``) and with the spec's rule (a valid prefetch
+serves its spike), whichever of the two tuning.json chose, and no_retrieval; per arm EM, latency, hit and served
+rates, synchronous retrievals, and the share of spikes whose inserted block holds the slot's gold document (where
+every spike inserted exactly one block). Last line: the ceiling of any prefetcher, ``1 - (sync latency - 300 ms x sync
+retrievals) / sync latency`` (every retrieval hidden).
 
-    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/prefetch_rag_served_rule.py [--query-question]   # ~2 min
+    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/prefetch_rag_served_rule.py [--query-question]   # ~6 min
 
 Session 2026-12-04 (published checkpoint): sync_active EM 0.350 (all) at 2807 ms, gold in block 0.59; prefetch
 (confirm) 0.314 at 2819 ms, hit rate 0.011, served 0.61; prefetch (spec rule) 0.203 at 2495 ms, gold 0.39;

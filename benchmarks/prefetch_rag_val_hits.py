@@ -1,5 +1,6 @@
 """Validation-only diagnostic of issue 20's failure (prefetch slower than sync_active): how often each active arm's
-prefetched document is the gold one, on the declared validation set (30 + 60 questions; never the test split).
+prefetched document is the gold one, on the declared validation set (never the test split; the numbers below were
+measured when it had 30 + 60 questions, which are now a prefix of its 120 + 180).
 
     flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/prefetch_rag_val_hits.py   # ~3 min, published checkpoint
 

@@ -44,7 +44,7 @@ Reconstruction choices and deviations (R):
   Stage 2 (``on_train_end``, LM frozen): (a) theta and the decoder's ``keep_blocks`` rule (see
   :mod:`zoo.prefetch_rag.decoder`) are chosen jointly on the selection questions (30 single- and 20 multi-domain
   questions about the ``val`` countries with val lead-ins; the headroom gates are read on the declared validation
-  set, whose 60 multi-domain questions are other ones: :mod:`zoo.prefetch_rag.data`) over ``theta_grid`` x
+  set, whose multi-domain questions are other ones: :mod:`zoo.prefetch_rag.data`) over ``theta_grid`` x
   ``keep_grid`` by the synchronous baseline: the highest EM, ties within 1 point broken by the lowest latency
   (``keep_blocks`` then holds for every arm); (b) the synchronous baseline at that choice runs over the
   ``heads`` questions (countries the LM never saw, train lead-ins) and its spikes label every position (spike in
