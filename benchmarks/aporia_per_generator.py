@@ -12,6 +12,11 @@ vs 0.978, neox_s 0.977 vs 0.976, qwen2_xs 0.966 vs 0.972); pairs with < 10 disti
 unstable", 548 pairs) 0.958 vs 0.941, greedy wrong (417) 0.982 vs 0.979; by sampling temperature: 0.7 (561 pairs)
 0.970 vs 0.962, 1.0 (341) 0.967 vs 0.953, 1.3 (63) 0.958 vs 0.942. The greedy-wrong stratum, which keeps the
 label-free majority vote under issue 18's 0.80, is also the one where the supervised baseline ties.
+
+Format 5 (balanced strata, temperatures 1.0/1.3; 154 / 164 / 166 pairs; 10 s): greedy right (242 pairs) LP 0.943 vs
+logreg 0.928, greedy wrong (242) 0.981 vs 0.974; llama_s 0.929 vs 0.911, gpt2_s 0.976 vs 0.959, llama_xs 0.952 vs
+0.943, the weak generators (102 pairs) tie or favour logreg (neox_s 0.985 vs 0.987, qwen2_xs 0.964 vs 0.972);
+subregion questions (221 pairs) 0.946 vs 0.930, calling codes (164) 0.971 vs 0.964.
 """
 
 import argparse

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 
@@ -169,12 +171,10 @@ def test_card_has_the_acceptance_arms_and_passes_the_headroom_gate():
     _check_acceptance_keys(metrics["arms"], with_std=True)
     arms, claims = metrics["arms"], {claim["id"]: claim for claim in metrics["claims"]}
     assert claims["headroom_label_free"]["holds"], claims["headroom_label_free"]  # majority vote <= 0.80
-    # the tuned-baseline half of the gate and the claim are recorded from the arms, whichever way they go
-    # (on this card, near-miss pairs, answer-grouped folds and 3 datasets, the gate fails: tuned logreg 0.957;
-    # see issue 18 notes)
+    assert claims["headroom_tuned_baseline"]["holds"], claims["headroom_tuned_baseline"]  # best baseline < 0.95
     best = max(evaluate.PROTOCOL.baselines, key=lambda b: arms[b]["f1_at_40_labels"])
     assert claims["headroom_tuned_baseline"]["value"] == pytest.approx(arms[best]["f1_at_40_labels"], abs=1e-6)
-    assert claims["headroom_tuned_baseline"]["holds"] == (arms[best]["f1_at_40_labels"] < 0.95)
+    # the claim is recorded from the arms whichever way it goes (this card: +0.014 with overlapping intervals)
     gap = arms["aporia_lp"]["f1_at_40_labels"] - arms[best]["f1_at_40_labels"]
     assert claims["aporia_lp_ahead_of_best_baseline"]["value"] == pytest.approx(gap, abs=1e-5)
 
@@ -185,6 +185,9 @@ def test_aporia_protocol_on_socrates_mini():
     result = run_eval("aporia", seeds=[0], overrides={"max_pairs": 10, "permutations": 500, "bootstrap": 300})
     _check_acceptance_keys(result["arms"], with_std=False)
     assert set(result["arms"]) == set(evaluate.PROTOCOL.arms)
-    assert result["extras"]["0"]["pairs_evaluated"] == 60
+    from zoo.aporia.dataset import published
+
+    per_generator = Counter(pair["model"] for pair in published(0).pairs)
+    assert result["extras"]["0"]["pairs_evaluated"] == sum(min(10, n) for n in per_generator.values())
     ids = {claim["id"] for claim in result["claims"]}
     assert {"headroom_label_free", "headroom_tuned_baseline", "aporia_lp_ahead_of_best_baseline"} <= ids

@@ -15,6 +15,7 @@ from zoo.aporia.dataset import (
     SocratesConfig,
     SocratesMini,
     artifact_name,
+    balanced,
     load_artifact,
     sample_pairs,
     save_artifact,
@@ -160,7 +161,7 @@ def test_top_up_fills_a_generator_whose_greedy_stratum_runs_out():
     # (its other attributes' bare values are malformed, so never kept): the first sweep keeps nothing
     config = SocratesConfig(
         prompts_per_model=4, samples=20, max_samples=24, min_per_class=3, probe_samples=8, candidates_per_model=600,
-        greedy_wrong_share=1.0, min_near_miss_share=0.0,
+        greedy_wrong_share=1.0, min_near_miss_share=0.0, balance_strata=False,
     )  # fmt: skip
     pairs, stats = sample_pairs("scripted", ScriptedGenerator(), config, model_index=0)
     assert len(pairs) == 4 and stats["pairs_topped_up"] == 4
@@ -168,6 +169,31 @@ def test_top_up_fills_a_generator_whose_greedy_stratum_runs_out():
     assert len({p["fact"] for p in pairs}) == 4
     capped, _ = sample_pairs("scripted", ScriptedGenerator(), replace(config, greedy_wrong_share=0.0), 0)
     assert [p["fact"] for p in capped] == [p["fact"] for p in pairs]  # the same candidates, in the same order
+
+
+def test_balanced_keeps_the_first_pairs_of_each_stratum_in_the_target_ratio():
+    kept = [{"id": i, "greedy_genuine": g} for i, g in enumerate([True, True, False, True, False, True, True])]
+    assert [p["id"] for p in balanced(kept, 0.5)] == [0, 1, 2, 4]  # 2 wrong: the first 2 right ones
+    assert [p["id"] for p in balanced(kept, 0.25)] == [0, 1, 2, 3, 5, 6]  # 5 right allow 6.7 pairs: 1 wrong
+    assert balanced(kept, 0.0) == kept and balanced(kept, 1.0) == kept  # one stratum only: nothing to balance
+    assert balanced([p for p in kept if p["greedy_genuine"]], 0.5) == []  # no wrong pair: none of either
+
+
+def test_balanced_strata_cut_the_first_sweep_instead_of_topping_up():
+    config = SocratesConfig(
+        prompts_per_model=40, samples=20, max_samples=24, min_per_class=3, probe_samples=8, candidates_per_model=300,
+        greedy_wrong_share=0.5, min_near_miss_share=0.0,
+    )  # fmt: skip
+    assert config.balance_strata  # the default
+    pairs, stats = sample_pairs("scripted", ConfidentlyWrongGenerator(), config, model_index=0)
+    unbalanced, old = sample_pairs("scripted", ConfidentlyWrongGenerator(), replace(config, balance_strata=False), 0)
+    first_sweep = unbalanced[: len(unbalanced) - old["pairs_topped_up"]]
+    wrong = sum(not p["greedy_genuine"] for p in first_sweep)
+    assert 0 < wrong < len(first_sweep) - wrong  # the strata differ: the cut has work to do
+    assert [p["fact"] for p in pairs] == [p["fact"] for p in balanced(first_sweep, 0.5)]
+    assert sum(not p["greedy_genuine"] for p in pairs) == wrong == len(pairs) // 2
+    assert stats["pairs_cut_to_balance"] == len(first_sweep) - len(pairs) and stats["pairs_topped_up"] == 0
+    assert stats["pairs_kept"] == len(pairs) and stats["kept_greedy_accuracy"] == 0.5
 
 
 def test_socrates_mini_round_trip(tmp_path):

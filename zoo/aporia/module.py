@@ -22,14 +22,17 @@ Deviations and reconstructed choices (R):
   labelled (they parse with an answer template of the asked attribute and country and their value has the
   attribute's type); hallucinated = well-formed and wrong. Malformed answers are left out and reported per
   generator. Up to 60 (model, prompt) pairs per generator, 50 well-formed answers each (the spec's 40 would leave
-  nothing to test at 40 labels), temperature 0.7, 1.0 or 1.3 in turn over the prompts, top-p 0.95, 24 tokens,
+  nothing to test at 40 labels), temperature 1.0 or 1.3 in turn over the prompts, top-p 0.95, 24 tokens,
   >= 6 answers of each class; pairs are found by a 12-sample probe before the full sampling (R). A pair is kept
   only if at least half its hallucinations are *near misses* (the wrong value shares a word with the true one
   or is a similar string: +502/+503, XOF/XAF; ``facts.is_near_miss``) and region questions (five values) are
   left out (R): with unrelated wrong values the embeddings separate the classes along one value direction and
   tuned logistic regression scored 0.967 on the first release. To find enough such pairs a fact may be asked in
-  each of its 5 question phrasings, one pair per fact and generator. The labelling rule is in ``facts.py``; the
-  build pipeline in ``build.py``; the dataset ships as a sha256-pinned artifact.
+  each of its 5 question phrasings, one pair per fact and generator. Half of each generator's pairs have a wrong
+  greedy answer (the majority vote's blind spot), half a right one (the paper's "knowledge present, retrieval
+  unstable"), the larger stratum cut to the smaller (R; ``dataset.SocratesConfig.balance_strata``): the weak
+  generators keep 2-26 pairs, the strong ones 24-58, not the 60 issue 18 asks for. The labelling rule is in
+  ``facts.py``; the build pipeline in ``build.py``; the dataset ships as a sha256-pinned artifact.
 * Unit of analysis and protocol (R): F1 (hallucinated positive) per pair on the held-out fold of 5
   answer-grouped folds (every copy of an answer string in one test part, so no test answer is a verbatim
   copy of a labelled one; issue 18, ``zoo.aporia.protocol.grouped_folds``; the spec's stratified folds with
