@@ -62,6 +62,22 @@ def test_simulated_clock_adds_up_without_overlap(setup):
         assert trace.sync_retrievals == trace.retrievals == len(trace.spikes) > 0
         expected = len(trace.tokens) * 25 + trace.retrievals * 300 + trace.prefill_tokens * 1.0
         assert trace.latency_ms == pytest.approx(expected)
+        assert trace.wait_ms == pytest.approx(trace.retrievals * 300)  # every retrieval blocks in full
+
+
+def test_latency_is_decoding_prefill_and_blocked_waits(setup):
+    # the simulated clock only moves when decoding, prefilling or blocked on a retrieval, so the latency splits
+    # exactly into these, and a prefetch that overlapped decoding is not counted as waiting
+    decoder = _decoder(setup, theta=0.0, tau=0.0, rho=0.0, confirm=False)
+    question = setup[-1][0]
+    for arm in ("no_retrieval", "single_shot", "sync_active", "telerag", "prefetch"):
+        trace = decoder.answer(question, arm)
+        assert trace.latency_ms == pytest.approx(len(trace.tokens) * 25 + trace.prefill_tokens + trace.wait_ms)
+        assert 0.0 <= trace.wait_ms <= trace.retrievals * 300
+        if arm == "no_retrieval":
+            assert trace.wait_ms == 0.0
+    sync, ahead = decoder.answer(question, "sync_active"), decoder.answer(question, "prefetch")
+    assert ahead.served > 0 and ahead.wait_ms < sync.wait_ms  # served prefetches overlapped decoding
 
 
 def test_async_retrieval_overlaps_decoding():

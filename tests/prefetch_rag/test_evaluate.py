@@ -3,6 +3,7 @@
 from types import SimpleNamespace
 
 from zoo.prefetch_rag import evaluate as E
+from zoo.prefetch_rag.decoder import ARMS
 
 
 def _run(seed=0, recipe="prefetch_rag/countries"):
@@ -129,3 +130,19 @@ def test_prepare_fits_the_pending_seeds_side_by_side_and_run_load_gets_them(monk
     launched.clear()
     E.prepare(runs[:2])  # one seed to fit: left to its own run, with both threads
     assert launched == []
+
+
+def test_latency_headroom_claim_is_sync_actives_blocked_share():
+    # the 30% latency target is reachable only if sync_active spends at least 30% of its time blocked on retrievals
+    arms = {arm: {"em": 0.4, "em_multi": 0.2, "latency_ms_mean": 2000.0, "ttft_ms_mean": 40.0} for arm in ARMS}
+    arms["single_shot"]["ttft_ms_mean"] = 400.0
+    arms["prefetch"] |= {"predictor_auroc": 0.8, "lead_time_median": 8.0, "em_std": 0.01}
+
+    def latency_headroom(wait_ms):
+        arms["sync_active"] |= {"latency_ms_mean": 3000.0, "retrieval_wait_ms_mean": wait_ms}
+        result = {"arms": arms, "seeds": [0, 1, 2], "per_seed": {a: {s: m for s in "012"} for a, m in arms.items()}}
+        (claim,) = [c for c in E.claims(result) if c.id == "headroom_latency"]
+        return claim
+
+    assert latency_headroom(900.0).holds and latency_headroom(900.0).value == 0.3
+    assert not latency_headroom(870.0).holds

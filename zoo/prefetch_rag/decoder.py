@@ -192,6 +192,7 @@ class Trace:
     retrievals: int = 0
     sync_retrievals: int = 0
     prefill_tokens: int = 0
+    wait_ms: float = 0.0  # time the answer stood blocked on retrievals (what a perfect prefetcher would hide)
     issued: list[Handle] = field(default_factory=list)
     cancelled: list[Handle] = field(default_factory=list)
     inserted: list[Handle] = field(default_factory=list)
@@ -276,9 +277,16 @@ class Decoder:
         self._question = question.question
         trace = Trace()
         docs: list[str] = []
+
+        def wait(handle: Handle):
+            before = clock.now
+            result = clock.wait(handle)
+            trace.wait_ms += clock.now - before
+            return result
+
         if arm.retrieval == "single":
             q = self.encoder(question.question)
-            ids, _ = clock.wait(clock.submit(lambda: self.retriever.search(q, hp.top_docs)))
+            ids, _ = wait(clock.submit(lambda: self.retriever.search(q, hp.top_docs)))
             trace.retrievals += 1
             docs = [self.retriever.texts[i] for i in ids]
         session = Session(self.lm, self.tokens.context(docs, question.question))
@@ -370,7 +378,7 @@ class Decoder:
                 q_now = self._query(arm, session, s - 1)
                 if float(pending.query @ q_now) >= hp.rho:
                     was_ready = clock.ready(pending.handle)
-                    ids, _ = clock.wait(pending.handle)
+                    ids, _ = wait(pending.handle)
                     insert(self.retriever.rerank(ids, q_now, hp.top_docs))
                     trace.inserted.append(pending.handle)
                     state["pending"] = None
@@ -382,7 +390,7 @@ class Decoder:
                     cancel()
             if not served:
                 q = self._text(session, s - 1)
-                ids, _ = clock.wait(clock.submit(lambda: self.retriever.search(q, hp.top_docs)))
+                ids, _ = wait(clock.submit(lambda: self.retriever.search(q, hp.top_docs)))
                 trace.retrievals += 1
                 trace.sync_retrievals += 1
                 insert(ids)

@@ -16,8 +16,9 @@ def summarise(questions, traces, k: int | None = None) -> dict[str, float]:
 
     ``em`` is slot exact match on the single-domain questions, ``em_multi`` on the multi-domain ones, ``em_short``
     on the questions with short lead-ins; hit rates are hits per spike on the same groups; latencies are means over
-    all questions. With ``k`` and recorded predictor outputs, ``predictor_auroc`` scores the outputs against the
-    spike labels of the traces (sklearn ``roc_auc_score``).
+    all questions, ``retrieval_wait_ms_mean`` the part of the latency spent blocked on retrievals (what a perfect
+    prefetcher would hide). With ``k`` and recorded predictor outputs, ``predictor_auroc`` scores the outputs
+    against the spike labels of the traces (sklearn ``roc_auc_score``).
     """
     out: dict[str, float] = {}
     groups = {
@@ -36,6 +37,7 @@ def summarise(questions, traces, k: int | None = None) -> dict[str, float]:
     out["ttft_ms_mean"] = float(np.mean([t.ttft_ms for t in traces]))
     out["spikes_mean"] = float(np.mean([len(t.spikes) for t in traces]))
     out["retrievals_mean"] = float(np.mean([t.retrievals for t in traces]))
+    out["retrieval_wait_ms_mean"] = float(np.mean([t.wait_ms for t in traces]))
     out["served_rate"] = _rate(sum(t.served for t in traces), sum(len(t.spikes) for t in traces))
     leads = [lead for t in traces for lead in t.leads]
     out["lead_time_median"] = float(np.median(leads)) if leads else float("nan")
