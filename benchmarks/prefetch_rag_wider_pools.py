@@ -16,8 +16,13 @@ same, fit 412 s); validation sync_active EM 0.340 vs no_retrieval 0.002 (+33.8, 
 single_shot 0.1375 (+6.4 of the 10 points asked: FAILS). With the current pools the same gate read +14.4: it held
 only on the two easy validation templates per attribute, as the test split's +3.7 had suggested. So the wider pools
 cannot land until the multi-domain task is harder for single_shot (issue 20: make the task harder, do not relax the
-threshold); the question names both countries up front, which lets one retrieval with the question find documents
-of the second country before the answer switches to it.
+threshold).
+
+Which way is harder? A validation-only probe (published LM; the multi-domain question naming only the first country,
+"Tell me about A, then another country."): single_shot's em_multi barely moves (0.190 -> 0.196 with the current
+pools), so it never relied on the second country's name; sync_active's em_multi is what the gate turns on (0.335 ->
+0.318), i.e. how well the entropy-triggered retrievals serve the second country's slots. With the wider pools that
+probe re-chose theta 1.0 and passed by 0.3 points (+10.3): a knife edge, not a fix.
 """
 
 from __future__ import annotations
