@@ -44,6 +44,7 @@ BASELINES = ("sync_active", "telerag", "piperag")
 ABLATIONS = ("prefetch_no_predictor", "prefetch_no_query_head", "prefetch_no_monitor")
 REFERENCES = ("no_retrieval", "single_shot")
 TEST_SEED = 7  # the test questions are fixed, whatever the model seed
+LATENCY_TARGET = 0.30  # issue 20: prefetch's simulated latency at least 30% below sync_active's
 GOLDEN = 50
 CACHE_ENV = "ZOO_PREFETCH_RAG_EVAL_CACHE"
 FITS_ENV = "ZOO_PREFETCH_RAG_FITS"
@@ -285,7 +286,7 @@ def claims(result: dict) -> list[Claim]:
     p = a[METHOD]
     out = [
         Claim.at_least("latency_vs_sync", "prefetch's simulated latency is at least 30% below sync_active's",
-                       _relative_drop(a, "latency_ms_mean", METHOD, "sync_active"), 0.30, "sync_active"),
+                       _relative_drop(a, "latency_ms_mean", METHOD, "sync_active"), LATENCY_TARGET, "sync_active"),
         Claim.at_least("em_vs_sync", "prefetch's EM is at most 1 point below sync_active's",
                        p["em"] - a["sync_active"]["em"], -0.01, "sync_active"),
         Claim.at_least("ttft_vs_single_shot", "prefetch's TTFT is at least 50% below single_shot's",
@@ -310,8 +311,8 @@ def claims(result: dict) -> list[Claim]:
         Claim.at_least("headroom_latency",
                        "headroom: sync_active spends at least 30% of its latency blocked on retrievals (the most a "
                        "perfect prefetcher could save)",
-                       a["sync_active"]["retrieval_wait_ms_mean"] / a["sync_active"]["latency_ms_mean"], 0.30,
-                       "sync_active"),
+                       a["sync_active"]["retrieval_wait_ms_mean"] / a["sync_active"]["latency_ms_mean"],
+                       LATENCY_TARGET, "sync_active"),
         beats(result, "em", METHOD, "no_retrieval", margin=0.20),
     ]  # fmt: skip
     if "wall_latency_ms_mean" in p:
