@@ -227,6 +227,29 @@ def test_query_question_puts_the_question_before_the_recent_answer_tokens(setup)
         assert text == f"{question.question} {tail}".strip()
 
 
+def test_query_topic_puts_the_current_countrys_sentence_first(setup):
+    # a multi-domain answer: before the switch the query starts with the intro, after it with the switch sentence
+    # ("Next, consider <other>."), never with the question, which names both countries
+    tokens, lm, retriever, predictor, head, questions = setup
+    seen = []
+
+    def encoder(text):
+        seen.append(text)
+        return _vector(text)
+
+    question = next(q for q in questions if q.multi)
+    intro, switch = (seg.text for seg in question.segments if seg.text.endswith(C.STOP) and not seg.is_slot)
+    hyper = Hyper(theta=0.0, query_tokens=4, query_question=True, query_topic=True)
+    trace = Decoder(lm, tokens, retriever, encoder, predictor, head, hyper).answer(question, "sync_active")
+    assert len(seen) == len(trace.spikes) == len(question.slots)  # theta 0: every slot spikes
+    for text, s in zip(seen, trace.spikes):
+        topic = switch if trace.next_slot[s] >= len(question.slots) // 2 else intro
+        assert text == f"{topic} {tokens.decode(trace.tokens[:s][-4:])}".strip()
+        assert question.question not in text
+    with pytest.raises(ValueError, match="query_topic .* set query_question"):
+        Hyper(query_topic=True)
+
+
 def test_monitor_anchor_head_measures_context_drift_not_the_query_mix(setup):
     # a constant head vector: the context never moves, so the head anchor never re-issues (as many retrievals as with
     # the monitor off: drift is at most 2); the spec's anchor (the in-flight query, here pure text: alpha 0) sits at

@@ -86,6 +86,14 @@ class Hyper:
             sentence no longer hold the country (long lead-ins say "its"): on validation the gold document is in
             that query's top 3 at 61% of the slots, 85% with the question first (16 answer tokens), 100% with an
             oracle "<attribute> of <country>" query.
+        query_topic: With ``query_question``, the query starts with the answer's latest topic sentence (R: a forced
+            sentence of the answer, here its intro or its switch "Next, consider <country>.") instead of the
+            question, falling back to the question before the first one. The question of a multi-domain answer names
+            both countries, so its query fetches both countries' documents of an attribute (benchmarks/
+            prefetch_rag_multi_confusion.py: 464 of 603 blocks that held the gold document, EM 0.33 there against
+            0.58 without the other country's document); the topic sentence names only the current one. On the
+            validation set it lifts sync_active's em_multi from 0.335 to 0.549 (published LM, stage 2 re-chosen);
+            default off until a release refits and tunes with it.
     """
 
     theta: float = 1.0
@@ -107,6 +115,7 @@ class Hyper:
     confirm_theta: float = 0.0
     monitor_anchor: str = "query"
     query_question: bool = False
+    query_topic: bool = False
 
     def __post_init__(self) -> None:
         for name in ("tau", "rho", "alpha"):
@@ -133,6 +142,8 @@ class Hyper:
             raise ValueError(f"staleness must be >= 0, got {self.staleness}")
         if self.monitor_anchor not in ("query", "head"):
             raise ValueError(f"monitor_anchor must be 'query' or 'head', got {self.monitor_anchor!r}")
+        if self.query_topic and not self.query_question:
+            raise ValueError("query_topic replaces the question at the head of the query: set query_question too")
 
 
 def question_query(question: str, tail: str) -> str:
@@ -233,9 +244,13 @@ class Decoder:
         """MiniLM embedding of the last ``query_tokens`` tokens up to answer position ``t`` (``lag`` tokens earlier);
         with ``Hyper.query_question`` the question, then the last ``query_tokens`` answer tokens."""
         if self.hyper.query_question:
-            answer = session.answer[: max(0, t + 1 - lag)]
+            end = max(0, t + 1 - lag)
+            answer = session.answer[:end]
             tail = self.tokens.decode(answer[-self.hyper.query_tokens :])
-            return self.encoder(question_query(self._question, tail))
+            head = self._question
+            if self.hyper.query_topic:  # the latest topic sentence complete by then
+                head = next((text for stop, text in reversed(self._topics) if stop <= end), head)
+            return self.encoder(question_query(head, tail))
         ids = list(self.tokens.cached(self._question)) + session.answer[: t + 1]
         ids = ids[: max(1, len(ids) - lag)] if lag else ids
         return self.encoder(self.tokens.decode(ids[-self.hyper.query_tokens :]))
@@ -275,6 +290,7 @@ class Decoder:
         clock = clock or SimClock()
         clock.start()
         self._question = question.question
+        self._topics: list[tuple[int, str]] = []  # (answer length once fed, text) of the answer's topic sentences
         trace = Trace()
         docs: list[str] = []
 
@@ -399,6 +415,8 @@ class Decoder:
         for i, segment in enumerate(question.segments):
             if not segment.is_slot:
                 feed(self.tokens.segment(segment, first=i == 0), slot_index if slot_index < n_slots else -1)
+                if segment.text.endswith(C.STOP):  # a whole forced sentence: the intro or a switch
+                    self._topics.append((len(session.answer), segment.text))
                 continue
             generated: list[int] = []
             slot_start = len(session.answer)

@@ -238,7 +238,15 @@ def _all_arms(run) -> dict[str, dict]:
         out[arm] = metrics
     out[METHOD]["predictor_auroc"] = out["sync_active"].pop("predictor_auroc")
     names = ("theta", "keep_blocks", "tau", "delta", "rho", "alpha", "interval", "staleness")
-    names += ("confirm", "confirm_theta", "candidates", "monitor_anchor", "query_question", "query_tokens")
+    names += (
+        "confirm",
+        "confirm_theta",
+        "candidates",
+        "monitor_anchor",
+        "query_question",
+        "query_tokens",
+        "query_topic",
+    )
     merged = T.chosen_hyper(base)  # prefetch's values where arms share a field
     run.extras["hyper"] = {k: getattr(merged, k) for k in names}
     return out
