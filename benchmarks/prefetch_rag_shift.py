@@ -11,7 +11,8 @@ multi-domain headroom) and prefetch's EM and latency against sync_active's, ever
 
 FOLDER: fitted checkpoints (e.g. the eval's stored fits of seeds 1 and 2); default the published one (seed 0).
 
-2026-12-04 (published seed 0 + the eval's refits of seeds 1 and 2; mean of 3; ~4 min per checkpoint):
+2026-12-04, third release (published seed 0 + the eval's refits of seeds 1 and 2; held-out pools of 2 + 1
+sentences per attribute, before the fourth release widened them to 6 + 2; mean of 3; ~4 min per checkpoint):
 
 | countries | lead-ins | AUROC | sync EM | sync em_multi | single em_multi | headroom | prefetch - sync EM | saving |
 |---|---|---|---|---|---|---|---|---|
@@ -23,7 +24,7 @@ FOLDER: fitted checkpoints (e.g. the eval's stored fits of seeds 1 and 2); defau
 The test cell equals the card. The drop comes from the lead-in templates, not the countries: the test lead-ins cost
 0.07 AUROC and 13-14 EM points of sync_active on either country set, the test countries 0.015 AUROC and no EM. With
 2 long + 1 short lead-ins per attribute in each held-out pool, the validation set cannot stand for the test set's
-templates; wider held-out pools (and a refit whose stage 2 reads the new validation set) are the next step.
+templates; the fourth release widened both pools (zoo/prefetch_rag/corpus.py).
 """
 
 from __future__ import annotations

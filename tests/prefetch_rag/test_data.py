@@ -11,12 +11,14 @@ pytest.importorskip("countryinfo")
 from zoo.prefetch_rag import corpus as C  # noqa: E402
 from zoo.prefetch_rag import data as D  # noqa: E402
 
-# sha256 of the questions as JSON, computed before the validation set grew to 60 multi-domain questions (2026-12-03)
-TEST_SPLIT_SHA256 = "8cb0e20b73937459545c5269c5f80acfe69d9846d5488e2c12d9c897746c496f"  # test_questions(100, 50)
-SELECTION_SHA256 = "463866839dd1e55ed4e2a5e320fe8ec2bdf2fee971b05c058dfd341e5d089758"  # stage 2's 30 + 20
-# the declared validation set (30 + 60), pinned when it was declared, before any run on it
-DECLARED_SHA256 = "2cc55549a9029af40cd9bd627c25fa6da83d3bfbf4bb1c957f0cd3e92ce8b5ba"  # 120 + 180 (2026-12-04)
-EARLIER_SHA256 = "0e1cabac7ec005e61826c076de4262d687140b0c31a788fa5c2c87cce5d379e8"  # the 30 + 60 before it
+# sha256 of the questions as JSON. The test split changed once on purpose: on 2026-12-04 the held-out lead-in pools
+# grew from 2 long + 1 short to 6 + 2 per attribute (zoo/prefetch_rag/corpus.py; with the old pools it was 8cb0e2...,
+# the validation sets 463866... (stage 2), 2cc555... (120 + 180) and 0e1cab... (30 + 60))
+TEST_SPLIT_SHA256 = "1d8f40b14af990ccb25e5f40ecae10c1ee04127e7fda8f1c593df27ce48aa011"  # test_questions(100, 50)
+SELECTION_SHA256 = "8abbb6314d34fbfdb31bd940b45e66bc54e3cacb56b87f2154389988154d5070"  # stage 2's 30 + 20
+# the declared validation set, pinned before any run on it
+DECLARED_SHA256 = "5b24e4c9969b08cf07895b2b4fc7c3569d5ad776768ffe09ab78b15419311c70"  # 120 + 180
+EARLIER_SHA256 = "0ad1999bd78d636f7e23ff23f91f92e883b2f8958388665ebf364767341eed33"  # its first 30 + 60
 
 
 def _digest(questions) -> str:

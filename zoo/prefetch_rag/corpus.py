@@ -43,7 +43,14 @@ DOC_TEMPLATES = {
 # "a value is coming" rather than the templates: with 5 long + 2 short, the published predictor's AUROC on the
 # validation questions (val lead-ins) was 0.735; with these, 0.855 and 0.808 (seeds 0 and 1; 2026-12-04,
 # benchmarks/prefetch_rag_predictor_val.py). The added sentences were written to differ in form from the val and
-# test pools.
+# test pools. The held-out pools were 2 long + 1 short per attribute until 2026-12-04, when
+# benchmarks/prefetch_rag_shift.py traced the validation-to-test drops (predictor AUROC 0.81 -> 0.74, sync_active EM
+# 0.52 -> 0.40 on the test countries) to those few templates rather than to the countries: 8 long + 2 short new
+# sentences per attribute (written together, then split between val and test by random.Random(2026)) make each
+# 6 + 2, the earlier ones first. With the question-led text query the multi-domain headroom gate then failed on
+# validation (sync_active's em_multi 0.201 vs single_shot's 0.1375, +6.4 of 10; +14.4 on the 2 + 1 pools): the easy
+# validation templates had hidden it. Hyper.query_topic (benchmarks/prefetch_rag_multi_confusion.py) lifted it to
+# +23.8 (the former benchmarks/prefetch_rag_wider_pools.py, 2026-12-04, measured both).
 LEAD_INS: dict[str, dict[str, tuple[str, ...]]] = {
     "capital": {
         "train": (
@@ -64,13 +71,27 @@ LEAD_INS: dict[str, dict[str, tuple[str, ...]]] = {
         "val": (
             "Speaking of the place where its leaders govern from, the capital is",
             "Regarding its main administrative city, the capital is",
+            "Diplomats posted to the country spend most of their time in",
+            "Its cabinet ministers meet every week in the capital,",
+            "Its presidential palace overlooks the busy streets of the capital,",
+            "Foreign ministers on an official visit usually land in the capital,",
         ),
-        "val_short": ("The capital:",),
+        "val_short": (
+            "The capital:",
+            "Seat of power:",
+        ),
         "test": (
             "On the question of which city hosts its government, the capital is",
             "Travellers heading to its centre of power arrive in the capital,",
+            "The city printed on its stamps as the seat of power is",
+            "Protesters who want to be heard by its government march through",
+            "Asked for the city where its laws are passed, a guide would say",
+            "The national museum and the supreme court both stand in its capital,",
         ),
-        "test_short": ("Capital here:",),
+        "test_short": (
+            "Capital here:",
+            "Ruling city:",
+        ),
     },
     "currency": {
         "train": (
@@ -91,13 +112,27 @@ LEAD_INS: dict[str, dict[str, tuple[str, ...]]] = {
         "val": (
             "Speaking of payments and prices, the national currency is",
             "Regarding what its banks issue, the currency is",
+            "The notes handed out by its cash machines are in",
+            "The price of bread in its bakeries is marked in",
+            "Tourists who budget for a week there plan their spending in",
+            "Exchange booths at its borders sell the local currency,",
         ),
-        "val_short": ("Money used:",),
+        "val_short": (
+            "Money used:",
+            "Legal tender:",
+        ),
         "test": (
             "On the matter of what travellers exchange their cash into, the currency is",
             "Visitors who change money at the airport receive",
+            "Its tax office collects every bill in",
+            "Street vendors in its markets expect to be paid in",
+            "Its public sector salaries arrive each month in",
+            "Pension payments to its retirees are made in",
         ),
-        "test_short": ("Its money:",),
+        "test_short": (
+            "Its money:",
+            "Local cash:",
+        ),
     },
     "language": {
         "train": (
@@ -118,13 +153,27 @@ LEAD_INS: dict[str, dict[str, tuple[str, ...]]] = {
         "val": (
             "Speaking of words and conversation, the main language is",
             "Regarding what its people speak, the language is",
+            "Its theatres stage most of their plays in",
+            "Most books in its public libraries are printed in",
+            "The language of its government websites is",
+            "Court hearings in the country are held mainly in",
         ),
-        "val_short": ("Spoken language:",),
+        "val_short": (
+            "Spoken language:",
+            "Mother tongue:",
+        ),
         "test": (
             "On the topic of how its citizens talk to each other, the main language is",
             "Anyone reading its road signs and menus will see",
+            "The first words its babies learn are usually in",
+            "Doctors in its hospitals talk to patients mostly in",
+            "Its national anthem is sung in",
+            "Visitors who want to order food there should learn some",
         ),
-        "test_short": ("People speak",),
+        "test_short": (
+            "People speak",
+            "Local speech:",
+        ),
     },
     "calling_code": {
         "train": (
@@ -145,13 +194,27 @@ LEAD_INS: dict[str, dict[str, tuple[str, ...]]] = {
         "val": (
             "Speaking of international calls, the dialling prefix is",
             "Regarding its phone numbers, the calling code is",
+            "On its international calling cards, the prefix printed first is",
+            "Its embassy lists every office number starting with",
+            "Relatives calling home from overseas first press",
+            "Hotel bookings made by phone from abroad begin with",
         ),
-        "val_short": ("Phone code:",),
+        "val_short": (
+            "Phone code:",
+            "Its prefix:",
+        ),
         "test": (
             "On the subject of reaching its hotels by phone from overseas, the prefix is",
             "Someone ringing its offices from another country keys in",
+            "Its telephone operators tell foreign callers to begin with",
+            "The digits that open every one of its international numbers are",
+            "A caller in another country trying to reach its hospitals first dials",
+            "Fax numbers of its ministries, written for abroad, begin with",
         ),
-        "test_short": ("Code here:",),
+        "test_short": (
+            "Code here:",
+            "Dial prefix:",
+        ),
     },
     "demonym": {
         "train": (
@@ -172,13 +235,27 @@ LEAD_INS: dict[str, dict[str, tuple[str, ...]]] = {
         "val": (
             "Speaking of its citizens, the word for a local person is",
             "Regarding what its residents are called, they are",
+            "Ask its residents where they are from and they say they are",
+            "Scientists from the country are introduced at conferences as",
+            "A family that has lived there for generations is",
+            "The faces on its bank notes are all",
         ),
-        "val_short": ("Locals are",),
+        "val_short": (
+            "Locals are",
+            "Its nationals:",
+        ),
         "test": (
             "On the question of what name its inhabitants go by, they are",
             "A traveller chatting with its residents would describe them as",
+            "Children born to its citizens are",
+            "Soldiers serving in its army are",
+            "Every member of its national parliament is",
+            "Its emigrants living overseas still call themselves",
         ),
-        "test_short": ("Its folk are",),
+        "test_short": (
+            "Its folk are",
+            "Inhabitants:",
+        ),
     },
 }
 INTRO = "Here is what I know about {c}."

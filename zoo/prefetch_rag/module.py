@@ -20,7 +20,10 @@ Components (as the spec gives them):
   loss 1 - cos; query ``normalize(alpha q_h + (1 - alpha) MiniLM(text))``. The text query (R, every active arm's):
   the spec's last 32 tokens lose the country once a long lead-in says "its" (gold document in the top 3 at 61% of
   validation slots), so the recipe sets ``Hyper.query_question``: the question, which names the country, then the
-  last 16 answer tokens (85%; benchmarks/prefetch_rag_query_recall.py).
+  last 16 answer tokens (85%; benchmarks/prefetch_rag_query_recall.py). Since the fourth release the recipe also
+  sets ``Hyper.query_topic``: the answer's latest topic sentence (intro or switch) leads the query instead of the
+  question, which in a multi-domain answer names both countries and fetched both countries' documents of the
+  attribute (benchmarks/prefetch_rag_multi_confusion.py).
 * ContextMonitor: every 4 tokens ``drift = 1 - cos(normalize(W h), q_inflight)``; above delta the pending prefetch
   is cancelled and re-issued. (R) ``Hyper.monitor_anchor = "head"`` compares ``normalize(W h)`` with the head's
   vector when the prefetch was issued instead of the in-flight query: that query mixes in the text query, so the
@@ -50,7 +53,8 @@ Reconstruction choices and deviations (R):
   ``heads`` questions (countries the LM never saw, train lead-ins) and its spikes label every position (spike in
   (t, t + k]); (c) predictor and query head train on those positions (Adam, ``head_epochs``).
 * Lead-ins: the LM and the heads train on 12 long + 4 short lead-ins per attribute, the validation and test
-  questions use others (2 + 1 each); the BPE too is fitted without them (:func:`zoo.prefetch_rag.lm.tokenizer_texts`).
+  questions use others (6 + 2 each, 2 + 1 before 2026-12-04); the BPE too is fitted without them
+  (:func:`zoo.prefetch_rag.lm.tokenizer_texts`).
   The wider training pool is what lets the predictor recognise an unseen lead-in (validation AUROC 0.735 with
   5 + 2, 0.855 / 0.808 with 12 + 4; :mod:`zoo.prefetch_rag.corpus`). Stage 2's ``heldout_auroc`` holds out random
   positions, whose neighbours trained the predictor, so it is optimistic; benchmarks/prefetch_rag_predictor_val.py
