@@ -209,14 +209,20 @@ def test_confirm_theta_loosens_the_confirmation(setup):
         Hyper(confirm_theta=-0.5)
 
 
-def test_query_question_puts_the_question_before_the_recent_answer_tokens(setup):
-    tokens, lm, retriever, predictor, head, questions = setup
+def _recording_encoder():
+    """An encoder that keeps every text it embeds (the queries the decoder built)."""
     seen = []
 
     def encoder(text):
         seen.append(text)
         return _vector(text)
 
+    return encoder, seen
+
+
+def test_query_question_puts_the_question_before_the_recent_answer_tokens(setup):
+    tokens, lm, retriever, predictor, head, questions = setup
+    encoder, seen = _recording_encoder()
     question = questions[0]
     hyper = Hyper(theta=0.0, query_tokens=4, query_question=True)
     decoder = Decoder(lm, tokens, retriever, encoder, predictor, head, hyper)
@@ -231,12 +237,7 @@ def test_query_topic_puts_the_current_countrys_sentence_first(setup):
     # a multi-domain answer: before the switch the query starts with the intro, after it with the switch sentence
     # ("Next, consider <other>."), never with the question, which names both countries
     tokens, lm, retriever, predictor, head, questions = setup
-    seen = []
-
-    def encoder(text):
-        seen.append(text)
-        return _vector(text)
-
+    encoder, seen = _recording_encoder()
     question = next(q for q in questions if q.multi)
     intro, switch = (seg.text for seg in question.segments if seg.text.endswith(C.STOP) and not seg.is_slot)
     hyper = Hyper(theta=0.0, query_tokens=4, query_question=True, query_topic=True)
