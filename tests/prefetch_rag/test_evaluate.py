@@ -136,7 +136,7 @@ def test_latency_headroom_claim_is_sync_actives_blocked_share():
     # the 30% latency target is reachable only if sync_active spends at least 30% of its time blocked on retrievals
     arms = {arm: {"em": 0.4, "em_multi": 0.2, "latency_ms_mean": 2000.0, "ttft_ms_mean": 40.0} for arm in ARMS}
     arms["single_shot"]["ttft_ms_mean"] = 400.0
-    arms["prefetch"] |= {"predictor_auroc": 0.8, "lead_time_median": 8.0, "em_std": 0.01}
+    arms["prefetch"] |= {"predictor_auroc": 0.8, "lead_time_median": 8.0}
 
     def latency_headroom(wait_ms):
         arms["sync_active"] |= {"latency_ms_mean": 3000.0, "retrieval_wait_ms_mean": wait_ms}

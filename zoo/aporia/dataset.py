@@ -349,7 +349,7 @@ def sample_pairs(name: str, generator, config: SocratesConfig, model_index: int)
             )
 
     sweep(f"sampling {name}")
-    topped_from, found = len(kept), len(kept)
+    first_sweep = len(kept)
     if config.balance_strata:
         kept = balanced(kept, config.greedy_wrong_share)
     elif len(kept) < config.prompts_per_model:
@@ -365,8 +365,8 @@ def sample_pairs(name: str, generator, config: SocratesConfig, model_index: int)
         "prompts_probed": counts["probed"],
         "pairs_near_miss_short": counts["near_miss_short"],
         "pairs_kept": len(kept),
-        "pairs_topped_up": max(0, len(kept) - topped_from),
-        "pairs_cut_to_balance": found - len(kept) if config.balance_strata else 0,
+        "pairs_topped_up": max(0, len(kept) - first_sweep),
+        "pairs_cut_to_balance": max(0, first_sweep - len(kept)),
         "kept_greedy_accuracy": float(np.mean([p["greedy_genuine"] for p in kept])) if kept else 0.0,
         "kept_hallucination_rate": float(np.mean([np.mean(p["labels"]) for p in kept])) if kept else 0.0,
         "kept_near_miss_share": float(np.mean([p["near_miss_share"] for p in kept])) if kept else 0.0,
