@@ -114,6 +114,48 @@ def test_cancelled_prefetch_is_never_inserted(setup):
     assert cancelled > 0 and inserted > 0
 
 
+def test_spike_outcomes_account_for_every_spike_and_retrieval(setup):
+    from zoo.prefetch_rag.decoder import OUTCOMES
+
+    seen, reissues = set(), 0
+    for hyper in ({"rho": 0.0}, {"rho": 1.0}, {"confirm_theta": 50.0}, {"tau": 1.0}):
+        decoder = _decoder(setup, theta=0.0, tau=hyper.pop("tau", 0.0), delta=0.0, **hyper)
+        for question in setup[-1]:
+            trace = decoder.answer(question, "prefetch")
+            assert len(trace.outcomes) == len(trace.spikes) and set(trace.outcomes) <= set(OUTCOMES)
+            assert trace.outcomes.count("hit") == trace.hits
+            assert trace.outcomes.count("hit") + trace.outcomes.count("waited") == trace.served
+            fallbacks = sum(trace.outcomes.count(o) for o in ("unconfirmed", "stale", "none"))
+            assert fallbacks == trace.sync_retrievals
+            seen |= set(trace.outcomes)
+            assert decoder.answer(question, "prefetch_no_monitor").reissues == 0
+            reissues += trace.reissues
+    # rho 1 cancels, tau 1 never fires, 50 nats accept, theta 0 never confirms; delta 0 re-issues at every check
+    assert {"stale", "none", "waited", "unconfirmed"} <= seen and reissues > 0
+
+
+def test_rerank_text_inserts_the_block_sync_active_would(setup):
+    # every spike served by a prefetch over the whole index: re-ranked with the text query, the block is
+    # sync_active's, so the answer and its blocks are too; re-ranked with prefetch's own (combined) query they differ.
+    # A constant head vector keeps every pair of combined queries at a positive cosine (rho 0 then accepts them all).
+    n_docs = len(setup[2].texts)
+    shared = {"theta": 0.0, "tau": 0.0, "rho": 0.0, "confirm": False, "candidates": n_docs, "delta": 9.0}
+    constant = _vector("constant head")
+    decoders = {rerank: _decoder(setup, **shared, rerank=rerank) for rerank in ("text", "query")}
+    for decoder in decoders.values():
+        decoder._head = lambda session, t: constant
+    differs = False
+    for question in setup[-1]:
+        sync = _decoder(setup, **shared).answer(question, "sync_active")
+        text, own = (decoders[rerank].answer(question, "prefetch") for rerank in ("text", "query"))
+        assert text.served == len(text.spikes) == len(sync.spikes) > 0 and text.sync_retrievals == 0
+        assert text.blocks == sync.blocks and text.tokens == sync.tokens
+        differs |= own.blocks != sync.blocks
+    assert differs
+    with pytest.raises(ValueError, match="^rerank"):
+        Hyper(rerank="combined")
+
+
 def test_every_arm_runs_one_code_path(setup):
     decoder = _decoder(setup, theta=0.0)
     question = setup[-1][0]

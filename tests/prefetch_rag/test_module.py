@@ -110,3 +110,31 @@ def test_stage2_chooses_theta_and_keep_blocks_jointly(monkeypatch):
     hyper = module.decoder(retriever=None, encoder=lambda text: None).hyper
     assert (hyper.theta, hyper.keep_blocks) == (2.0, 2)
     assert "keep_blocks" in module.state_dict()  # the choice travels with the checkpoint
+
+
+def test_bad_predictor_noise_names_the_argument():
+    with pytest.raises(ValueError, match="^predictor_noise"):
+        PrefetchRAGModule(predictor_noise=-0.5)
+
+
+def _trained_predictor(noise: float, scale: float) -> torch.Tensor:
+    """The predictor's outputs on its own inputs after ``_train_heads`` on toy data whose features are ``scale`` x."""
+    from zoo.prefetch_rag.lm import LMConfig
+
+    cfg = LMConfig(vocab_size=64, n_embd=16, n_layer=1, n_head=2, n_positions=32)
+    module = PrefetchRAGModule(cfg, head_epochs=3, predictor_hidden=8, predictor_noise=noise)
+    generator = torch.Generator().manual_seed(3)
+    x = torch.randn(600, 16 + module.hyper.w + 2 + 1, generator=generator)
+    y = (x[:, 0] + 0.5 * torch.randn(600, generator=generator) > 0).float()
+    hx, hy = torch.randn(40, 16, generator=generator), F.normalize(torch.randn(40, 384, generator=generator), dim=-1)
+    module._train_heads(x * scale, y, hx, hy)
+    with torch.no_grad():
+        return module.predictor.probability(x * scale)
+
+
+def test_predictor_noise_is_drawn_in_standardised_units():
+    clean, noisy = _trained_predictor(0.0, 1.0), _trained_predictor(2.0, 1.0)
+    assert not torch.allclose(clean, noisy, atol=1e-3)  # the noise reaches the predictor's training
+    # the predictor standardises its inputs, so noise proportional to the features' std trains the same predictor
+    # whatever their scale
+    assert torch.allclose(noisy, _trained_predictor(2.0, 1000.0), atol=1e-4)

@@ -9,7 +9,8 @@ LM reads them, it did not write them.
 
 At a spike, an arm with a pending prefetch checks it: if ``cos(q_prefetch, q_now) >= rho`` it waits for the
 result (no wait when it is ready), inserts the ``top_docs`` candidates most similar to ``q_now`` (the prefetch
-fetched ``candidates`` > ``top_docs``; re-ranking them costs dot products, no index access) and rebuilds the KV
+fetched ``candidates`` > ``top_docs``; re-ranking them costs dot products, no index access; ``Hyper.rerank="text"``
+re-ranks with the synchronous baseline's text query instead) and rebuilds the KV
 cache (documents charged as prefill). If the entropy is then at most ``theta`` (``Hyper.confirm_theta`` can loosen
 that bound) the spike is *served* (a *hit* when the result was ready at the spike); otherwise, or without a valid
 prefetch, it falls back to a synchronous retrieval with the text query (the sync baseline's). That entropy
@@ -43,6 +44,10 @@ from zoo.prefetch_rag.lm import Session, Tokens, entropy, window_features, windo
 RETRIEVAL = ("none", "single", "active")
 PREFETCH = ("none", "predictor", "interval")
 QUERIES = ("combined", "text", "stale")
+# What happened at a spike: a ready prefetch served it (a hit), an in-flight one served it after a wait, one was
+# inserted but the entropy stayed above the confirmation bound, one was cancelled as stale (cos < rho), none was
+# pending. Every outcome but the first two ends in a synchronous retrieval.
+OUTCOMES = ("hit", "waited", "unconfirmed", "stale", "none")
 
 
 @dataclass
@@ -94,6 +99,9 @@ class Hyper:
             0.58 without the other country's document); the topic sentence names only the current one. On the
             validation set it lifts sync_active's em_multi from 0.335 to 0.549 (published LM, stage 2 re-chosen);
             default off until a release refits and tunes with it.
+        rerank: Which query re-ranks a prefetch's candidates at its spike (R): ``"query"``, the arm's own query there
+            (the combined head + text query for prefetch), or ``"text"``, the synchronous baseline's text query, so
+            that a prefetch whose candidates hold sync_active's documents inserts the block sync_active would.
     """
 
     theta: float = 1.0
@@ -116,6 +124,7 @@ class Hyper:
     monitor_anchor: str = "query"
     query_question: bool = False
     query_topic: bool = False
+    rerank: str = "query"
 
     def __post_init__(self) -> None:
         for name in ("tau", "rho", "alpha"):
@@ -140,6 +149,8 @@ class Hyper:
             raise ValueError(f"delta must be >= 0, got {self.delta}")
         if self.staleness < 0:
             raise ValueError(f"staleness must be >= 0, got {self.staleness}")
+        if self.rerank not in ("query", "text"):
+            raise ValueError(f"rerank must be 'query' or 'text', got {self.rerank!r}")
         if self.monitor_anchor not in ("query", "head"):
             raise ValueError(f"monitor_anchor must be 'query' or 'head', got {self.monitor_anchor!r}")
         if self.query_topic and not self.query_question:
@@ -199,6 +210,8 @@ class Trace:
     spikes: list[int] = field(default_factory=list)  # answer positions of the spikes
     served: int = 0
     hits: int = 0
+    outcomes: list[str] = field(default_factory=list)  # per spike, one of OUTCOMES
+    reissues: int = 0  # prefetches the monitor cancelled and issued again
     leads: list[int] = field(default_factory=list)  # per spike: tokens since the first prefetch for it (0: none)
     retrievals: int = 0
     sync_retrievals: int = 0
@@ -354,6 +367,7 @@ class Decoder:
                 if drift(c, state["pending"].anchor) > hp.delta:
                     cancel()
                     issue(t)
+                    trace.reissues += 1
 
         def feed(ids: list[int], slot_index: int) -> None:
             trace.next_slot += [slot_index] * len(ids)
@@ -389,21 +403,25 @@ class Decoder:
             trace.leads.append(s - first if first is not None else 0)
             state["first_fire"] = None
             pending = state["pending"]
-            served = False
+            served, outcome = False, "none"
             if pending is not None:
                 q_now = self._query(arm, session, s - 1)
                 if float(pending.query @ q_now) >= hp.rho:
                     was_ready = clock.ready(pending.handle)
                     ids, _ = wait(pending.handle)
-                    insert(self.retriever.rerank(ids, q_now, hp.top_docs))
+                    q_rank = self._text(session, s - 1) if hp.rerank == "text" else q_now
+                    insert(self.retriever.rerank(ids, q_rank, hp.top_docs))
                     trace.inserted.append(pending.handle)
                     state["pending"] = None
+                    outcome = "unconfirmed"
                     if not hp.confirm or float(entropy(session.logits)) <= max(hp.theta, hp.confirm_theta):
-                        served = True
+                        served, outcome = True, "hit" if was_ready else "waited"
                         trace.served += 1
                         trace.hits += int(was_ready)
                 else:
                     cancel()
+                    outcome = "stale"
+            trace.outcomes.append(outcome)
             if not served:
                 q = self._text(session, s - 1)
                 ids, _ = wait(clock.submit(lambda: self.retriever.search(q, hp.top_docs)))

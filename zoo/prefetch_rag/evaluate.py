@@ -246,6 +246,7 @@ def _all_arms(run) -> dict[str, dict]:
         "query_question",
         "query_tokens",
         "query_topic",
+        "rerank",
     )
     merged = T.chosen_hyper(base)  # prefetch's values where arms share a field
     run.extras["hyper"] = {k: getattr(merged, k) for k in names}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from zoo.prefetch_rag.decoder import OUTCOMES
 from zoo.prefetch_rag.heads import spike_labels
 
 
@@ -17,8 +18,10 @@ def summarise(questions, traces, k: int | None = None) -> dict[str, float]:
     ``em`` is slot exact match on the single-domain questions, ``em_multi`` on the multi-domain ones, ``em_short``
     on the questions with short lead-ins; hit rates are hits per spike on the same groups; latencies are means over
     all questions, ``retrieval_wait_ms_mean`` the part of the latency spent blocked on retrievals (what a perfect
-    prefetcher would hide). With ``k`` and recorded predictor outputs, ``predictor_auroc`` scores the outputs
-    against the spike labels of the traces (sklearn ``roc_auc_score``).
+    prefetcher would hide); for the prefetching arms ``spikes_<outcome>`` is the share of spikes with each
+    :data:`~zoo.prefetch_rag.decoder.OUTCOMES` and ``reissues_mean`` the monitor's re-issues per answer. With ``k``
+    and recorded predictor outputs, ``predictor_auroc`` scores the outputs against the spike labels of the traces
+    (sklearn ``roc_auc_score``).
     """
     out: dict[str, float] = {}
     groups = {
@@ -39,6 +42,11 @@ def summarise(questions, traces, k: int | None = None) -> dict[str, float]:
     out["retrievals_mean"] = float(np.mean([t.retrievals for t in traces]))
     out["retrieval_wait_ms_mean"] = float(np.mean([t.wait_ms for t in traces]))
     out["served_rate"] = _rate(sum(t.served for t in traces), sum(len(t.spikes) for t in traces))
+    if any(t.issued for t in traces):  # the prefetching arms: where each spike's retrieval came from
+        outcomes = [o for t in traces for o in t.outcomes]
+        for outcome in OUTCOMES:
+            out[f"spikes_{outcome}"] = _rate(outcomes.count(outcome), len(outcomes))
+        out["reissues_mean"] = float(np.mean([t.reissues for t in traces]))
     leads = [lead for t in traces for lead in t.leads]
     out["lead_time_median"] = float(np.median(leads)) if leads else float("nan")
     if k is not None and all(t.probs for t in traces):
