@@ -115,8 +115,9 @@ class PrefetchRAGModule(PretrainedMixin, pl.LightningModule):
         predictor_hidden: Predictor hidden width.
         predictor_noise: Std of the Gaussian noise added to the predictor's standardised inputs while it trains
             (R; 0: none). The features of an unseen lead-in lie off the training templates; on the declared
-            validation questions (val lead-ins) noise 2.0 lifted the predictor's AUROC from 0.80 to 0.87 (seed 0's
-            LM) and from 0.72 to 0.78 (seed 1's), benchmarks/prefetch_rag_predictor_noise.py.
+            validation questions (val lead-ins) noise 2.0 lifted the predictor's AUROC from 0.80 to 0.87 and from
+            0.72 to 0.78 on the fourth release's seed 0 and seed 1 LMs, from 0.83 to 0.85 on the fifth release's
+            seed 0 LM (24 + 8 training lead-ins): benchmarks/prefetch_rag_predictor_noise.py.
         seed: Seed of the heads' initialisation.
         slot_weight: Weight of the slot tokens (value and stop) in the LM loss (1: plain causal-LM loss). The
             slots are ~15% of the answer tokens; a larger weight pushes the copy behaviour (see the issue note).
