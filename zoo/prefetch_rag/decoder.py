@@ -208,13 +208,10 @@ class Trace:
     latency_ms: float = 0.0
     ttft_ms: float = 0.0
     spikes: list[int] = field(default_factory=list)  # answer positions of the spikes
-    served: int = 0
-    hits: int = 0
     outcomes: list[str] = field(default_factory=list)  # per spike, one of OUTCOMES
     reissues: int = 0  # prefetches the monitor cancelled and issued again
     leads: list[int] = field(default_factory=list)  # per spike: tokens since the first prefetch for it (0: none)
     retrievals: int = 0
-    sync_retrievals: int = 0
     prefill_tokens: int = 0
     wait_ms: float = 0.0  # time the answer stood blocked on retrievals (what a perfect prefetcher would hide)
     issued: list[Handle] = field(default_factory=list)
@@ -231,6 +228,21 @@ class Trace:
     @property
     def correct(self) -> list[bool]:
         return [p == g for p, g in zip(self.predicted, self.gold, strict=True)]
+
+    @property
+    def hits(self) -> int:
+        """Spikes served by a prefetch that was ready."""
+        return self.outcomes.count("hit")
+
+    @property
+    def served(self) -> int:
+        """Spikes served by a prefetch, ready or waited for."""
+        return self.hits + self.outcomes.count("waited")
+
+    @property
+    def sync_retrievals(self) -> int:
+        """Spikes that fell back to a synchronous retrieval (every outcome but a served one)."""
+        return len(self.outcomes) - self.served
 
 
 class Decoder:
@@ -416,8 +428,6 @@ class Decoder:
                     outcome = "unconfirmed"
                     if not hp.confirm or float(entropy(session.logits)) <= max(hp.theta, hp.confirm_theta):
                         served, outcome = True, "hit" if was_ready else "waited"
-                        trace.served += 1
-                        trace.hits += int(was_ready)
                 else:
                     cancel()
                     outcome = "stale"
@@ -426,7 +436,6 @@ class Decoder:
                 q = self._text(session, s - 1)
                 ids, _ = wait(clock.submit(lambda: self.retriever.search(q, hp.top_docs)))
                 trace.retrievals += 1
-                trace.sync_retrievals += 1
                 insert(ids)
 
         n_slots, slot_index = len(question.slots), 0
