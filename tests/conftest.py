@@ -87,7 +87,7 @@ def tiny_entry(tmp_path, monkeypatch):
         module="tests.tiny.module:TinyClassifier",
         description="Tiny test-only MLP on Gaussian blobs",
         model_args={"hidden": 12},
-        evaluate="tests.tiny.evaluate",
+        evaluate="tests.tiny.evaluate:PROTOCOL",
         arm="tiny",
         pretrained_cfg=PretrainedCfg(
             paper=PaperRef(title="A Tiny Test Paper", arxiv="0000.00000", authors=("A. Tester",)),

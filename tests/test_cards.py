@@ -89,7 +89,7 @@ def test_baseline_tuned_less_than_the_method_is_rejected(evaluated):
 def test_readme_table_is_generated_and_current():
     from pathlib import Path
 
-    from zoo._cards import update_readme
+    from zoo._readme import update_readme
 
     readme = Path(__file__).resolve().parents[1] / "README.md"
     assert update_readme(readme, check=True), "README.md's models table is stale: run `python tools/readme_table.py`"

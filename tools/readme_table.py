@@ -6,7 +6,7 @@ Usage: python tools/readme_table.py [--check]
 import sys
 from pathlib import Path
 
-from zoo._cards import update_readme
+from zoo._readme import update_readme
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -29,7 +29,7 @@ from zoo._registry import (
     register_model,
 )
 
-__version__ = "0.1.0"
+from zoo._version import __version__
 
 __all__ = [
     "ChecksumError",

@@ -91,24 +91,35 @@ def _metric_keys(arms: dict[str, dict[str, float]]) -> list[str]:
     return keys
 
 
+#: Metric columns per results table: with the arm, role and seeds columns no table is wider than 12.
+TABLE_METRICS = 9
+
+
 def results_table(metrics: dict[str, Any], highlight: str | None = None) -> str:
-    """Markdown table: one row per arm (its role and seed count), one column per metric, ``mean ± std``."""
+    """Markdown tables: one row per arm (its role and seed count), ``mean ± std`` per metric, at most 12 columns."""
     arms, settings = metrics["arms"], metrics.get("settings", {})
     keys = _metric_keys(arms)
-    lines = ["| arm | role | seeds | " + " | ".join(keys) + " |", "|---|---|---|" + "---|" * len(keys)]
-    for arm, values in arms.items():
-        name = f"**{arm}**" if arm == highlight else arm
-        cells = []
-        for key in keys:
-            if key not in values:
-                cells.append("")
-            elif values.get(f"{key}_std"):
-                cells.append(f"{_fmt(values[key])} ± {_fmt(values[key + '_std'])}")
-            else:
-                cells.append(_fmt(values[key]))
-        seeds = str(int(values["n_seeds"])) if "n_seeds" in values else ""
-        lines.append(f"| {name} | {_role(settings, arm)} | {seeds} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    chunks = [keys[i : i + TABLE_METRICS] for i in range(0, len(keys), TABLE_METRICS)] or [[]]
+    tables = []
+    for chunk in chunks:
+        lines = ["| arm | role | seeds | " + " | ".join(chunk) + " |", "|---|---|---|" + "---|" * len(chunk)]
+        for arm, values in arms.items():
+            if chunk and not any(key in values for key in chunk):
+                continue
+            name = f"**{arm}**" if arm == highlight else arm
+            cells = [_cell(values, key) for key in chunk]
+            seeds = str(int(values["n_seeds"])) if "n_seeds" in values else ""
+            lines.append(f"| {name} | {_role(settings, arm)} | {seeds} | " + " | ".join(cells) + " |")
+        tables.append("\n".join(lines))
+    return "\n\n".join(tables)
+
+
+def _cell(values: dict[str, float], key: str) -> str:
+    if key not in values:
+        return ""
+    if values.get(f"{key}_std"):
+        return f"{_fmt(values[key])} ± {_fmt(values[key + '_std'])}"
+    return _fmt(values[key])
 
 
 def _role(settings: dict[str, Any], arm: str) -> str:
@@ -120,54 +131,107 @@ def _role(settings: dict[str, Any], arm: str) -> str:
     return ""
 
 
+KIND_TITLES = {
+    "paper": "Paper claims (the method against another arm)",
+    "headroom": "Headroom gates (the task leaves room above the strongest simple rule, on every seed)",
+    "validity": "Checks (controls, data checks, properties true by construction: never results)",
+}
+
+
+def claim_counts(claims: list[dict[str, Any]]) -> str:
+    """``paper claims held: 3/9 · gates: 2/3 · checks: 5/5``."""
+    from zoo.eval.result import claim_summary
+
+    counts = claim_summary(claims)
+    held, total = counts["paper"]
+    return f"paper claims held: {held}/{total} · gates: {'/'.join(map(str, counts['headroom']))} · " + (
+        f"checks: {'/'.join(map(str, counts['validity']))}"
+    )
+
+
 def claims_section(metrics: dict[str, Any]) -> str:
-    """Markdown: the claims with pass or fail, and a plain sentence when the method does not beat a reference."""
+    """Markdown: the claims by kind with pass or fail, and a plain sentence when the method fails a reference."""
     claims = metrics.get("claims", [])
     if not claims:
         return "This evaluation states no claims.\n"
-    lines = ["| claim | measured | threshold | result |", "|---|---|---|---|"]
-    for claim in claims:
-        verdict = "pass" if claim["holds"] else "**fail**"
-        lines.append(f"| {claim['text']} | {_fmt(claim['value'])} | {_fmt(claim['threshold'])} | {verdict} |")
+    lines = [f"**{claim_counts(claims)}**"]
+    for kind, title in KIND_TITLES.items():
+        of_kind = [c for c in claims if c.get("kind", "paper") == kind]
+        if not of_kind:
+            continue
+        lines += ["", f"{title}:", "", "| claim | measured | threshold | result |", "|---|---|---|---|"]
+        for claim in of_kind:
+            verdict = "pass" if claim["holds"] else "**fail**"
+            lines.append(f"| {claim['text']} | {_fmt(claim['value'])} | {_fmt(claim['threshold'])} | {verdict} |")
     references = set(metrics.get("settings", {}).get("references", []))
     failed: dict[str, list[str]] = {}
     for claim in claims:
-        if claim.get("versus") in references and not claim["holds"]:
+        if claim.get("kind", "paper") == "paper" and claim.get("versus") in references and not claim["holds"]:
             failed.setdefault(claim["versus"], []).append(claim["id"])
     for reference, ids in failed.items():
         lines.append(
             f"\n**The method does not clearly beat the reference arm `{reference}`** ({', '.join(ids)}): "
             "read every other number on this card with that in mind."
         )
-    held = sum(bool(c["holds"]) for c in claims)
-    lines.append(f"\n{held} of {len(claims)} claims hold.")
     return "\n".join(lines) + "\n"
 
 
 def plot_results(metrics: dict[str, Any], path: Path, highlight: str | None = None) -> None:
-    """The card figure: the paper's ``plot(result, axes)`` when it has one, else bars of its headline metrics."""
+    """The card figure: the protocol's ``plot(result, axes)`` when it has one, else bars of its headline metrics."""
     from zoo._figures import card_figure, default_plot
+    from zoo.eval.engine import evaluation
 
-    entry = get_entry(metrics["name"])
-    module = _paper_module(entry)
-    if module is not None and hasattr(module, "plot"):
-        with card_figure(metrics, path, panels=module.PROTOCOL.panels) as axes:
-            module.plot(metrics, axes)
+    protocol = evaluation(metrics["name"]).protocol
+    if protocol.plot is not None:
+        with card_figure(metrics, path, panels=protocol.panels) as axes:
+            protocol.plot(metrics, axes)
         return
-    headline = module.PROTOCOL.headline if module is not None and hasattr(module, "PROTOCOL") else ()
-    default_plot(metrics, path, headline)
+    default_plot(metrics, path, protocol.headline)
 
 
-def _paper_module(entry: ModelEntry):
-    import importlib
+#: The sections of ``zoo/<paper>/card.md``, the human-written part of a paper's cards, in card order.
+CARD_SECTIONS = ("Setup", "Deviations from the paper", "Why")
 
-    return importlib.import_module(entry.evaluate.partition(":")[0]) if entry.evaluate else None
+
+def card_text(paper: str) -> dict[str, str]:
+    """The sections of ``zoo/<paper>/card.md`` by title (``## Title`` lines), each as markdown."""
+    path = Path(__file__).resolve().parent / paper / "card.md"
+    if not path.is_file():
+        return {}
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in path.read_text().splitlines():
+        if line.startswith("## "):
+            current = line[3:].strip()
+            sections[current] = []
+        elif current is not None:
+            sections[current].append(line)
+    return {title: "\n".join(lines).strip() for title, lines in sections.items()}
+
+
+def notes_section(entry: ModelEntry, metrics: dict[str, Any]) -> str:
+    """Setup, what held, what did not and why, deviations: the card's text and the paper claims' verdicts."""
+    text = card_text(entry.paper)
+    paper_claims = [c for c in metrics.get("claims", []) if c.get("kind", "paper") == "paper"]
+    held = [f"- {c['text']} (measured {_fmt(c['value'])})" for c in paper_claims if c["holds"]]
+    failed = [f"- {c['text']}: measured {_fmt(c['value'])}" for c in paper_claims if not c["holds"]]
+    parts = [entry.pretrained_cfg.notes] if entry.pretrained_cfg.notes else []
+    if text.get("Setup"):
+        parts += ["### Setup", text["Setup"]]
+    parts += ["### What held", "\n".join(held) or "- None of the paper claims."]
+    why = [*failed, *([text["Why"]] if text.get("Why") else [])]
+    parts += ["### What did not hold, and why", "\n".join(why) or "- Every paper claim held."]
+    parts += ["### Deviations from the paper", text.get("Deviations from the paper") or "None recorded."]
+    return "\n\n".join(parts) + "\n"
 
 
 def _training_section(entry: ModelEntry, folder: Path) -> str:
     cfg = entry.pretrained_cfg
     if not cfg.has_weights:
-        return "This entry has no learned weights; `zoo.load(name, pretrained=True)` raises and says so.\n"
+        return (
+            "This entry has no learned weights; `zoo.load(name, pretrained=True)` raises and says so. Its numbers are "
+            f"reproduced by the evaluation itself:\n\n```bash\nzoo eval {entry.name} --verify\n```\n"
+        )
     training: dict[str, Any] = {}
     if (folder / "config.json").is_file():
         training = json.loads((folder / "config.json").read_text()).get("metadata", {}).get("training", {}) or {}
@@ -185,6 +249,11 @@ def _training_section(entry: ModelEntry, folder: Path) -> str:
             f"{training.get('torch')}, lightning {training.get('lightning')}, {training.get('date')})."
         )
     return "\n".join(lines) + "\n"
+
+
+def _measured_at(metrics: dict[str, Any]) -> str:
+    commits = metrics.get("provenance", {}).get("commits", [])
+    return f", commit {', '.join(c[:10] for c in commits)}" if commits else ""
 
 
 def _inputs_section(cfg) -> str:
@@ -261,7 +330,7 @@ def render_card(name: str, metrics: dict[str, Any] | None = None):
     snippet = usage_snippet(entry) or f"import zoo\n{load_line}"
     inputs = _inputs_section(cfg)
     fit_line = ""
-    if cfg.recipe:
+    if cfg.recipe and cfg.has_weights:
         recipe = cfg.recipe.removeprefix("recipes/").removesuffix(".yaml")
         fit_line = f"zoo fit -c {recipe}   # retrain from the packaged recipe; prints where the weights went\n"
     settings = json.dumps(metrics.get("settings", {}), indent=2)
@@ -284,7 +353,8 @@ pip install icml26-zoo{f"[{entry.extra}]" if entry.extra else ""}
 ```
 {inputs}
 ```bash
-zoo eval {entry.name} --json out.json   # the paper's claim, method and baselines side by side
+zoo eval {entry.name}            # the claims, rebuilt from the published pieces (seconds)
+zoo eval {entry.name} --verify   # re-measure them and compare each with this card
 {fit_line}```
 
 `zoo.load(FOLDER)` loads what `zoo fit` exported, `zoo.load("hf-hub:ORG/REPO")` any Hub repo in this format;
@@ -295,8 +365,9 @@ the module has `save_pretrained`, `push_to_hub` and `from_pretrained` where it m
 {_training_section(entry, folder)}
 ## Results
 
-Measured by `zoo eval {metrics["name"]}` (zoo {metrics["zoo_version"]}), seeds {metrics["seeds"]}; this entry is
-the arm **{arm}**. These numbers are ours, not copied from the paper.
+Measured by `zoo eval {metrics["name"]}` (zoo {metrics["zoo_version"]}{_measured_at(metrics)}), seeds
+{metrics["seeds"]}; this entry is the arm **{arm}**. These numbers are ours, not copied from the paper; every
+piece (arm, seed) is in `pieces.json`.
 
 {results_table(metrics, highlight=arm)}
 {figure}
@@ -311,9 +382,9 @@ the arm **{arm}**. These numbers are ours, not copied from the paper.
 
 </details>
 
-## Notes and deviations from the paper
+## Notes
 
-{cfg.notes or "None recorded."}
+{notes_section(entry, metrics)}
 
 ## Files
 
@@ -348,60 +419,3 @@ def write_card(name: str, metrics_path: str | Path | None = None) -> Path:
     path = folder / "README.md"
     card.save(path)
     return path
-
-
-README_START = "<!-- models-table:start: generated from hub_cards/*/metrics.json by `python tools/readme_table.py` -->"
-README_END = "<!-- models-table:end -->"
-
-
-def readme_table() -> str:
-    """The README's models table, one row per evaluated paper, from the cards' metrics.json and claims."""
-    from zoo._registry import _all_entries
-
-    papers: dict[str, list[ModelEntry]] = {}
-    for entry in _all_entries():
-        papers.setdefault(entry.paper, []).append(entry)
-    lines = [
-        "| paper | entries | seeds | headline: method / best reference | claims held | failing claims |",
-        "|---|---|---|---|---|---|",
-    ]
-    for entries in papers.values():
-        main = next((e for e in entries if e.default), entries[0])
-        path = main.mirror_dir / "metrics.json"
-        names = ", ".join(f"`{e.name}`" for e in entries)
-        title = f"{main.pretrained_cfg.paper.title[:40]}… ({main.pretrained_cfg.paper.label})"
-        if not path.is_file():
-            lines.append(f"| {title} | {names} | | not evaluated | | |")
-            continue
-        result = json.loads(path.read_text())
-        settings, arms = result["settings"], result["arms"]
-        key, method = main.pretrained_cfg.headline, settings.get("method")
-        headline = ""
-        if key and key in arms.get(method, {}):
-            refs = [f"{arms[r][key]:.4g} ({r})" for r in settings.get("references", []) if key in arms.get(r, {})]
-            headline = f"{key} {arms[method][key]:.4g} / " + (", ".join(refs) or "no reference reports it")
-        claims = result.get("claims", [])
-        held = sum(bool(c["holds"]) for c in claims)
-        failing = ", ".join(c["id"] for c in claims if not c["holds"]) or "none"
-        lines.append(f"| {title} | {names} | {result['seeds']} | {headline} | {held}/{len(claims)} | {failing} |")
-    return "\n".join(lines)
-
-
-def update_readme(path: str | Path, check: bool = False) -> bool:
-    """Rewrite the generated table between the README's markers; with ``check``, only compare.
-
-    Returns:
-        Whether the README already held the current table.
-    """
-    from zoo._errors import ZooError
-
-    path = Path(path)
-    text = path.read_text()
-    if README_START not in text or README_END not in text:
-        raise ZooError(f"{path} has no generated-table markers ({README_START} ... {README_END})")
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    new = f"{head}{README_START}\n{readme_table()}\n{README_END}{tail}"
-    if new != text and not check:
-        path.write_text(new)
-    return new == text

@@ -24,7 +24,7 @@ logger = logging.getLogger("zoo.hub")
 
 #: Files of a published folder that document it and are not needed to load it: not pinned, so
 #: re-rendering a card does not change the registry.
-UNPINNED_FILES = ("README.md", "metrics.json")
+UNPINNED_FILES = ("README.md", "metrics.json", "pieces.json")
 UNPINNED_SUFFIXES = (".png", ".svg", ".md")
 
 _mirror_announced: set[str] = set()

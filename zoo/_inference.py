@@ -47,6 +47,26 @@ class PretrainedMixin:
     """
 
     DEFAULT_PRETRAINED_CFG: Mapping[str, Any] = {}
+    #: The classifier head's submodule, rebuilt when ``zoo.load(..., num_classes=K)`` changes the class count
+    #: (None: the module has no head to replace).
+    HEAD: str | None = None
+
+    # ------------------------------------------------------------------ hooks of save_pretrained / load
+
+    def export_metadata(self) -> dict[str, Any]:
+        """JSON facts stored under ``config.json["metadata"]`` on export (e.g. a training history)."""
+        return {}
+
+    def export_files(self) -> dict[str, bytes | str]:
+        """Extra files published beside the weights, by file name (a tokenizer, an allocation table)."""
+        return {}
+
+    def import_files(self, folder: Path) -> None:
+        """Read back what :meth:`export_files` and :meth:`export_metadata` wrote; runs before the weights load.
+
+        Args:
+            folder: The exported folder (its ``config.json`` holds the metadata).
+        """
 
     @property
     def pretrained_cfg(self) -> dict[str, Any]:

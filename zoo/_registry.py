@@ -16,7 +16,6 @@ import importlib
 import importlib.util
 import json
 import os
-import pkgutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,9 +109,7 @@ class PretrainedCfg:
         recipe: Path of the recipe that produced the weights, relative to the repository root.
         task: Hub task id for the card's model-index, e.g. ``"image-classification"``.
         datasets: Names of the data sets the weights were trained or evaluated on.
-        metrics: Deprecated and ignored: an entry's metrics are read from its card's metrics.json
-            (:attr:`ModelEntry.metrics`), never pasted into the registration.
-        headline: Key of ``metrics`` shown by ``zoo list``.
+        headline: The metric ``zoo list`` shows (a key of the entry's arm in its card's metrics.json).
         num_params: Number of parameters of the module (shown by ``zoo list`` without building it).
         notes: Free text: deviations, caveats.
         input_format: What the model takes, in plain words (``"uint8 grey images [N, 28, 28]"``).
@@ -133,7 +130,6 @@ class PretrainedCfg:
     recipe: str | None = None
     task: str = "other"
     datasets: tuple[str, ...] = ()
-    metrics: Mapping[str, float] = field(default_factory=dict)
     headline: str | None = None
     num_params: int | None = None
     notes: str = ""
@@ -170,8 +166,8 @@ class ModelEntry:
         model_args: Init arguments used by ``zoo.load(name, pretrained=False)``.
         requires: Import names of optional dependencies the entry needs.
         extra: The pip extra of ``icml26-zoo`` that installs them.
-        evaluate: The paper's evaluation module (``"zoo.<paper>.evaluate"``), which defines ``PROTOCOL``,
-            ``measure`` and ``claims`` for the harness in :mod:`zoo._eval` (``zoo eval``).
+        evaluate: The entry's evaluation as ``"module:ATTR"``, a :class:`zoo.eval.Protocol` (default
+            ``"zoo.<paper>.evaluate:PROTOCOL"``); the entries that share it are the arms of one ``zoo eval``.
         arm: The arm of the evaluation that this entry's weights are (default: the paper name).
         smoke: LightningCLI overrides that shrink the recipe for a ``fast_dev_run`` test.
     """
@@ -223,6 +219,10 @@ class ModelEntry:
         """Import and return the LightningModule class (checks the optional dependencies first)."""
         self.check_requirements()
         return import_object(self.module)
+
+
+_ENTRY_FIELDS = {f.name for f in dataclasses.fields(ModelEntry)} - {"name", "pretrained_cfg"}
+_CFG_FIELDS = {f.name for f in dataclasses.fields(PretrainedCfg)} - {"paper", "sha256"}
 
 
 def import_object(path: str) -> Any:
@@ -289,6 +289,64 @@ def register_model(name: str, module: str, pretrained_cfg: PretrainedCfg, **kwar
     return entry
 
 
+class Entry:
+    """One row of a paper's ``ENTRIES`` table: only what differs from the paper's shared fields and the zoo's rules.
+
+    Takes any field of :class:`ModelEntry` or :class:`PretrainedCfg` by name (``arm``, ``default``, ``description``,
+    ``model_args``, ``notes``, ``num_params``, ``input_format``...), except the ones :func:`register_paper` derives:
+    the name, the paper, the sha256 pins (``zoo/<paper>/pins.json``), and the Hub id, revision, recipe and
+    evaluation that follow the zoo's rules unless given.
+
+    Example:
+        >>> ENTRIES = {"fedavg": Entry(arm="fedavg", description="FedAvg baseline", model_args={"method": "fedavg"})}
+    """
+
+    def __init__(self, **fields: Any) -> None:
+        unknown = sorted(set(fields) - _ENTRY_FIELDS - _CFG_FIELDS)
+        if unknown:
+            valid = ", ".join(sorted(_ENTRY_FIELDS | _CFG_FIELDS))
+            raise ZooError(f"Entry does not take {', '.join(unknown)}; its fields are: {valid}")
+        self.fields = fields
+
+    def __repr__(self) -> str:
+        return f"Entry({', '.join(f'{k}={v!r}' for k, v in self.fields.items())})"
+
+
+def register_paper(paper: str, ref: PaperRef, entries: Mapping[str, Entry], **shared: Any) -> list[ModelEntry]:
+    """Register a paper's entries from its table; called once from ``zoo/<paper>/__init__.py``.
+
+    Args:
+        paper: The package name under ``zoo/`` (the first part of every entry's name).
+        ref: The paper.
+        entries: ``{tag: Entry(...)}``; the entry ``paper.tag`` takes ``shared`` overridden by its own fields.
+        **shared: Fields every entry shares (the LightningModule ``module``, ``task``, ``datasets``, ``extra``...).
+
+    Returns:
+        The registered entries.
+
+    Raises:
+        ZooError: On an unknown field, a pin of an entry the table lacks, or an entry without ``module``.
+    """
+    from zoo._pins import pins_path, read_pins
+
+    pins = read_pins(paper)
+    names = {f"{paper}.{tag}" for tag in entries}
+    stray = sorted(set(pins) - names)
+    if stray:
+        raise ZooError(f"{pins_path(paper)} pins {', '.join(stray)}, which {paper}'s ENTRIES lack: remove those pins")
+    registered = []
+    for tag, entry in entries.items():
+        name = f"{paper}.{tag}"
+        fields = {**Entry(**shared).fields, **entry.fields}
+        if "module" not in fields:
+            raise ZooError(f"{name} names no LightningModule: give module='zoo.{paper}.module:Class'")
+        cfg = {k: v for k, v in fields.items() if k in _CFG_FIELDS}
+        model = {k: v for k, v in fields.items() if k in _ENTRY_FIELDS}
+        cfg_record = PretrainedCfg(paper=ref, sha256=pins.get(name, {}), **cfg)
+        registered.append(register_model(name, pretrained_cfg=cfg_record, **model))
+    return registered
+
+
 def _derive_cfg(name: str, cfg: PretrainedCfg) -> PretrainedCfg:
     """Fill the fields that follow the zoo's rules, as timm's ``generate_default_cfgs`` does: the Hub id
     ``icml26-zoo/<name with dashes>``, revision ``v1`` and the recipe ``recipes/<paper>/<tag>.yaml`` when
@@ -305,9 +363,9 @@ def _derive_cfg(name: str, cfg: PretrainedCfg) -> PretrainedCfg:
 
 
 def _default_evaluate(paper: str) -> str | None:
-    """``zoo.<paper>.evaluate`` when the paper has that module."""
+    """``zoo.<paper>.evaluate:PROTOCOL`` when the paper has that module."""
     exists = (Path(__file__).resolve().parent / paper / "evaluate.py").is_file()
-    return f"zoo.{paper}.evaluate" if exists else None
+    return f"zoo.{paper}.evaluate:PROTOCOL" if exists else None
 
 
 def unregister_model(name: str) -> None:
@@ -321,9 +379,8 @@ def _discover() -> None:
     if _DISCOVERED:
         return
     _DISCOVERED = True
-    import zoo
-
-    names = {info.name for info in pkgutil.iter_modules(zoo.__path__) if info.ispkg}
+    root = Path(__file__).resolve().parent
+    names = {path.parent.name for path in root.glob("*/__init__.py")}
     for package in sorted(names - _NOT_PAPERS, key=_paper_order):
         if not package.startswith("_"):
             importlib.import_module(f"zoo.{package}")

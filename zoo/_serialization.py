@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from zoo._errors import HubUnavailableError, ZooError, ZooTypeError
+from zoo._inference import PretrainedMixin
 from zoo._registry import CONFIG_FILE, WEIGHTS_FILE, get_entry, import_object
 
 #: Prefix of ``zoo.load("hf-hub:ORG/REPO")``, as in timm.
@@ -102,12 +103,13 @@ def save_pretrained(module: Any, folder: str | Path, **metadata: Any) -> Path:
     """
     from safetensors.torch import save_file
 
-    from zoo import __version__
+    from zoo._version import __version__
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     cls = type(module)
-    exported = module.export_metadata() if hasattr(module, "export_metadata") else {}
+    hooks = isinstance(module, PretrainedMixin)  # a plain LightningModule (a user's own) has no extra files
+    exported = module.export_metadata() if hooks else {}
     config = {
         "zoo_version": __version__,
         "class_path": f"{cls.__module__}.{cls.__qualname__}",
@@ -124,7 +126,7 @@ def save_pretrained(module: Any, folder: str | Path, **metadata: Any) -> Path:
     # Clone so tied parameters become separate tensors: safetensors refuses shared storage.
     state = {k: v.detach().to("cpu").clone().contiguous() for k, v in module.state_dict().items()}
     save_file(state, str(folder / WEIGHTS_FILE), metadata={"format": "pt"})
-    for name, content in (module.export_files() if hasattr(module, "export_files") else {}).items():
+    for name, content in (module.export_files() if hooks else {}).items():
         path = folder / name
         if isinstance(content, str):
             path.write_text(content)
@@ -218,12 +220,12 @@ def load_folder(
     init_args = config.get("init_args", {})
     head = _replaced_head(cls, init_args, overrides, str(folder))
     module = instantiate(cls, {**init_args, **overrides})
-    if config.get("pretrained_cfg") and hasattr(type(module), "pretrained_cfg"):
+    if config.get("pretrained_cfg") and isinstance(module, PretrainedMixin):
         cfg = dict(config["pretrained_cfg"])
         if head:
             cfg.pop("label_names", None)  # a new head: the published class names no longer apply
         module.pretrained_cfg = cfg
-    if hasattr(module, "import_files"):
+    if isinstance(module, PretrainedMixin):
         module.import_files(folder)
     load_weights(module, folder, strict=strict, map_location=map_location, skip=head)
     return module.to(map_location).eval()

@@ -15,44 +15,42 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from zoo._errors import RecipeError, ZooError
-from zoo._lightning_cli import ZooCLI
+from zoo._run import RunRecord
+from zoo.eval.command import add_arguments as eval_arguments
+from zoo.eval.reproduce import add_arguments as reproduce_arguments
 
 LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
 
 
-def run_lightning(argv: list[str]) -> int:
+def run_lightning(argv: list[str], record: RunRecord | None = None) -> int:
     """Run ``fit|validate|test|predict`` through ZooCLI, turning parser errors into one line.
 
     ``-c`` takes a recipe path or a packaged recipe's name (``dwp/standard``). ``--weights DIR`` (an
     exported folder) and ``--untrained`` are the zoo's own options; they are taken out before LightningCLI
-    parses the rest. After ``fit``, prints where the weights, the logs and the checkpoint went.
+    parses the rest. Afterwards prints where the weights (or why none), the logs and the checkpoint went.
     """
     from jsonargparse import ArgumentError
 
+    from zoo._lightning_cli import ZooCLI
     from zoo._recipes import recipe_label, resolve_recipe
-    from zoo._run import RUN_INFO
 
+    record = record if record is not None else RunRecord()
     argv, weights, untrained = _zoo_options(argv)
     if untrained and argv[0] == "fit":
         raise ZooError("--untrained is for validate, test and predict; fit trains the model")
     if weights is not None and not Path(weights).is_dir():
         raise ZooError(f"--weights {weights} is not a folder; pass the folder `zoo fit` exported (config.json + ...)")
-    argv, RUN_INFO["configs"] = _resolve_configs(argv, resolve_recipe, recipe_label)
-    RUN_INFO["command"] = ["zoo", *argv]
-    saved_argv = sys.argv
-    sys.argv = [saved_argv[0], *argv]  # LightningCLI reads sys.argv itself when args is None
+    argv, record.configs = _resolve_configs(argv, resolve_recipe, recipe_label)
+    record.command = ["zoo", *argv]
     try:
-        cli = ZooCLI(args=None, weights=weights, untrained=untrained)
+        cli = ZooCLI(args=argv, weights=weights, untrained=untrained, record=record)
     except ArgumentError as error:
-        recipe = RUN_INFO["configs"][0] if RUN_INFO["configs"] else "the command line"
+        recipe = record.configs[0] if record.configs else "the command line"
         raise RecipeError(f"{recipe}: {_summarise(error)}; see `zoo {argv[0]} --help` or add --print_config") from None
-    finally:
-        sys.argv = saved_argv
-    _print_outputs(cli, argv[0], RUN_INFO["configs"][0] if RUN_INFO["configs"] else "RECIPE")
+    _print_outputs(cli, argv[0], record.configs[0] if record.configs else "RECIPE")
     _close_process_group()
     return 0
 
@@ -104,18 +102,15 @@ def _resolve_configs(argv: list[str], resolve, label) -> tuple[list[str], list[s
 
 
 def _print_outputs(cli, subcommand: str, recipe: str) -> None:
-    """Say where a run left its weights, logs and checkpoint, and how to use them."""
+    """Say where a run left its weights (or why it made none), logs and checkpoint, and how to use them."""
     trainer = getattr(cli, "trainer", None)
-    if trainer is None or getattr(trainer, "fast_dev_run", False):
+    if trainer is None:
         return
-    from zoo.callbacks import ExportPretrained
-
     lines = []
-    for callback in trainer.callbacks:
-        if isinstance(callback, ExportPretrained) and callback.last_export is not None:
-            folder = callback.last_export
-            lines.append(f"weights     {folder}  (zoo.load({str(folder)!r}); zoo test -c {recipe} --weights {folder})")
-    if trainer.loggers:
+    for folder in cli.record.exports:
+        lines.append(f"weights     {folder}  (zoo.load({str(folder)!r}); zoo test -c {recipe} --weights {folder})")
+    lines += [f"weights     none: {reason}" for reason in cli.record.skipped]
+    if trainer.loggers and not getattr(trainer, "fast_dev_run", False):
         lines.append(f"logs        {trainer.log_dir}")
     checkpoint = getattr(trainer, "checkpoint_callback", None)
     saved = checkpoint and (checkpoint.last_model_path or checkpoint.best_model_path)
@@ -198,26 +193,9 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from zoo._eval import claims_table, describe_settings, run_eval, write_cards
+    from zoo.eval.command import cmd_eval as run
 
-    if args.settings:
-        print(describe_settings(args.name))
-        return 0
-    result = run_eval(args.name, seeds=args.seeds, retrain=args.retrain, overrides=args.set, weights=args.weights)
-    text = json.dumps(result, indent=2, allow_nan=False)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(text + "\n")
-        print(f"wrote {args.json}", file=sys.stderr)
-    else:
-        print(text)
-    print(claims_table(result), file=sys.stderr)
-    if args.card:
-        if args.set or args.weights:
-            raise ZooError("--card publishes the protocol's own numbers: drop --set and --weights to write cards")
-        for folder in write_cards(result):
-            print(f"updated {folder}", file=sys.stderr)
-    return 0
+    return run(args)
 
 
 def cmd_card(args: argparse.Namespace) -> int:
@@ -230,6 +208,7 @@ def cmd_card(args: argparse.Namespace) -> int:
 def cmd_pin(args: argparse.Namespace) -> int:
     import zoo
     from zoo._hub import pinned_files
+    from zoo._pins import write_pins
     from zoo._serialization import read_config
 
     entry = zoo.get_entry(args.name)
@@ -245,8 +224,6 @@ def cmd_pin(args: argparse.Namespace) -> int:
                 f"pass --force to replace {', '.join(changed)} of the shipped mirror {folder} (the old files go to "
                 f"{_backup_root()}/): it holds the published {entry.name}, which --from {source} would overwrite"
             )
-        if args.write:  # refuse before copying anything: the mirror and the registry change together or not at all
-            write_pins(entry.pretrained_cfg.sha256, {**current, **pinned_files(source)}, _registry_sources(), dry=True)
         if changed:
             backup = _backup_mirror(folder, entry.name, incoming)
             print(f"zoo: the previous files of {folder} are in {backup}", file=sys.stderr)
@@ -255,62 +232,10 @@ def cmd_pin(args: argparse.Namespace) -> int:
             if path.is_file():
                 shutil.copy2(path, folder / path.name)
     pins = pinned_files(folder)
-    if args.write:
-        for source_file, names in write_pins(entry.pretrained_cfg.sha256, pins, _registry_sources()).items():
-            print(f"zoo: wrote the new pins of {', '.join(names)} into {source_file}", file=sys.stderr)
+    if args.write and pins != dict(entry.pretrained_cfg.sha256):
+        print(f"zoo: wrote the pins of {entry.name} into {write_pins(entry.name, pins)}", file=sys.stderr)
     print(json.dumps({"sha256": pins}, indent=2))
     return 0
-
-
-def _registry_sources() -> list[Path]:
-    """The zoo's Python files: where a registry entry spells its pins."""
-    return sorted(Path(__file__).parent.rglob("*.py"))
-
-
-def write_pins(
-    old: Mapping[str, str], new: Mapping[str, str], sources: Iterable[Path], dry: bool = False
-) -> dict[Path, list[str]]:
-    """Replace each changed pin of an entry in the one source file that spells its old digest.
-
-    Works whatever shape a paper's pin table has (a dict per entry, a ``_PINS`` table by tag): a sha256 literal
-    names one file of one entry, so it is replaced where it is written, and nothing else is touched.
-
-    Args:
-        old: The entry's registered pins (``entry.sha256``), by file name.
-        new: The mirror's pins after the copy (``zoo._hub.pinned_files``), by file name.
-        sources: The Python files to search for the old digests.
-        dry: Check only: raise where a write would be refused, write nothing.
-
-    Returns:
-        The file names rewritten, by source file (empty when nothing changed).
-
-    Raises:
-        ZooError: If the files differ from the pinned ones (add or drop a pin by hand), or an old digest is
-            spelled in no source file or in more than one place; nothing is written then.
-    """
-    if set(new) != set(old):
-        added, dropped = sorted(set(new) - set(old)), sorted(set(old) - set(new))
-        raise ZooError(
-            f"the mirror's files differ from the entry's pins (new: {added or 'none'}, gone: {dropped or 'none'}): "
-            "add or remove those pins in the registry module by hand, then run zoo pin --write again"
-        )
-    changed = sorted(name for name in new if new[name] != old[name])
-    texts = {path: path.read_text() for path in sources}
-    edits: dict[Path, list[str]] = {}
-    for name in changed:
-        places = [(path, text.count(f'"{old[name]}"')) for path, text in texts.items() if old[name] in text]
-        if len(places) != 1 or places[0][1] != 1:
-            where = ", ".join(f"{path} ({count}x)" for path, count in places) or "no source file"
-            raise ZooError(
-                f"the old pin of {name} ({old[name][:12]}...) is spelled in {where}; --write needs it quoted exactly "
-                "once: write the new digest by hand"
-            )
-        path = places[0][0]
-        texts[path] = texts[path].replace(f'"{old[name]}"', f'"{new[name]}"')
-        edits.setdefault(path, []).append(name)
-    for path in edits if not dry else ():
-        path.write_text(texts[path])
-    return edits
 
 
 def _backup_root() -> Path:
@@ -337,38 +262,15 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    import zoo
-    from zoo._registry import resolve_name
+    from zoo._demo import demo
 
-    cmd_list(argparse.Namespace(pattern=None, pretrained=False))
-    names = zoo.list_models(pretrained=True)
-    if not names:
-        print(
-            "\nNo paper has landed with pretrained weights yet, so there is nothing to evaluate: "
-            "the registry above is the demo."
-        )
-        return 0
-    if args.name:
-        name = resolve_name(args.name)
-    else:
-        name = resolve_name("fedgr") if "fedgr" in {zoo.get_entry(n).paper for n in names} else names[0]
-    from zoo._cards import load_metrics
-    from zoo._eval import score_pretrained
+    return demo(args.name, table=lambda: cmd_list(argparse.Namespace(pattern=None, pretrained=False)))
 
-    print(f"\nzoo.load({name!r}, pretrained=True), then scored offline:")
-    started = time.perf_counter()
-    scores = score_pretrained(name)
-    entry = zoo.get_entry(name)
-    card = entry.metrics
-    has_card = (entry.mirror_dir / "metrics.json").is_file()
-    seeds = load_metrics(entry.mirror_dir).get("seeds", []) if has_card else []
-    # A card may average several seeds while the checkpoint is one of them: say which number is which.
-    label = f"card, mean over seeds {seeds}" if len(seeds) > 1 else "card"
-    for key, value in scores.items():
-        published = f" ({label}: {card[key]:.4g})" if key in card else ""
-        print(f"  {key} = {value:.4g}{published}")
-    print(f"  in {time.perf_counter() - started:.1f} s")
-    return 0
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from zoo.eval.reproduce import cmd_reproduce as run
+
+    return run(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -389,27 +291,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name")
     p.set_defaults(func=cmd_info)
 
-    p = sub.add_parser("eval", help="measure the paper's claim: the method and its baselines side by side")
-    p.add_argument("name")
-    p.add_argument("--json", metavar="PATH", help="write the result here (default: stdout)")
-    p.add_argument("--seeds", type=int, nargs="+", default=None, help="seeds (default: the protocol's, at least 3)")
-    p.add_argument(
-        "--retrain", action="store_true", help="retrain every arm from scratch instead of using published weights"
-    )
-    p.add_argument(
-        "--card", action="store_true", help="also write metrics.json into hub_cards/ and re-render the cards"
-    )
-    p.add_argument(
-        "--set",
-        metavar="KEY=VALUE",
-        nargs="+",
-        action="extend",
-        default=[],
-        help="override a setting of the evaluation (list them with --settings)",
-    )
-    p.add_argument("--settings", action="store_true", help="list the evaluation's settings with defaults and exit")
-    p.add_argument("--weights", metavar="DIR", default=None, help="score this exported folder as the method's arm")
+    p = sub.add_parser("eval", help="the paper's claim: a card's published pieces, or re-measured ones beside them")
+    eval_arguments(p)
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("reproduce", help="fit, tune, evaluate and render a paper's cards as resumable steps")
+    reproduce_arguments(p)
+    p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("card", help="re-render hub_cards/NAME/README.md and its figure from metrics.json")
     p.add_argument("name")
@@ -423,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--force", action="store_true", help="replace published files (the old ones are kept in runs/pin-backups/)"
     )
     p.add_argument(
-        "--write", action="store_true", help="also write the changed sha256 pins into the registry module's source"
+        "--write", action="store_true", help="also write the changed sha256 pins into zoo/<paper>/pins.json"
     )
     p.set_defaults(func=cmd_pin)
 
@@ -459,9 +347,7 @@ def _log_to_stderr() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``zoo`` console script."""
-    from zoo._run import mark_start
-
-    mark_start()
+    record = RunRecord()  # started now: a recipe's wall time counts from the command's start
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--quiet" in argv:
         argv.remove("--quiet")
@@ -474,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, os.getcwd())
     try:
         if argv and argv[0] in LIGHTNING_COMMANDS:
-            return run_lightning(argv)
+            return run_lightning(argv, record)
         args = build_parser().parse_args(argv)
         if args.quiet:
             _set_quiet()
