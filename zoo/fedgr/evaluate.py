@@ -1,12 +1,11 @@
 """``zoo eval fedgr``: FedGR against FedAvg, FedProx and FedAvg + Co-teaching on the same noisy clients.
 
 Default setting (the spec's setting A; Fashion-MNIST, 10 IID clients x 600 images, 5 clients per round): every
-client has its own symmetric noise rate ~ U[0.4, 0.7]. The schedule (``rounds`` x ``local_epochs``, see
-PROTOCOL) is long enough that FedAvg memorises the noisy labels at lr >= 0.02 (seed 0 at lr 0.02: test accuracy
-0.788 at round 48, 0.714 at round 80; benchmarks/fedgr_tuning.json). The lr each baseline gets is chosen on the
-clients' noisy validation split at this schedule, and the chosen 0.01 barely memorises within 80 rounds (final
-accuracy 0.4 points under the best round, 3 seeds): a validation-tuned lr acts as early stopping. FedGR runs at
-lr 0.05, where FedAvg-style training without its sieve (``fedgr_no_sieve``) does memorise (final 0.71, best 0.82).
+client has its own symmetric noise rate ~ U[0.4, 0.7]. The schedule (``rounds`` x ``local_epochs``) is long enough
+that FedAvg memorises the noisy labels at lr >= 0.02 (seed 0 at lr 0.02: test accuracy 0.788 at round 48, 0.714 at
+round 80). The lr each baseline gets is chosen on the clients' noisy validation split at this schedule, and the
+chosen 0.01 barely memorises within 80 rounds: a validation-tuned lr acts as early stopping. FedGR runs at lr 0.05,
+where FedAvg-style training without its sieve (``fedgr_no_sieve``) does memorise.
 
 Metrics of every trained arm (seed ``s`` builds the federation and trains every arm with seed ``s``):
 
@@ -14,124 +13,67 @@ Metrics of every trained arm (seed ``s`` builds the federation and trains every 
 * ``accuracy_best``: the best accuracy of the global model after any round, on the same test images (a
   diagnostic that shows a late collapse; it peeks at the test set, so it is never used to select anything);
 * FedGR's arms: ``noise_f1`` (F1 of its noisy-sample flags against the true labels over all client samples,
-  positive class = wrong label) and ``noise_rate_mae`` (mean |ε̂_k − ε_k| over clients); without noise
-  ``noise_f1`` is undefined and ``noise_rate_mae`` is the mean estimated noise rate of clean clients.
+  positive class = wrong label) and ``noise_rate_mae`` (mean |estimated - true| noise rate over clients); without
+  noise ``noise_f1`` is undefined and ``noise_rate_mae`` is the mean estimated noise rate of clean clients.
 
-Arms:
+Arms: ``fedgr``; baselines ``fedavg``, ``fedprox`` (mu = 0.01), ``coteaching`` (FedAvg + local Co-teaching);
+ablations, each FedGR with one component removed (``fedgr_no_sieve``: no sample is ever flagged;
+``fedgr_no_refine``: flagged samples dropped instead of relabelled; ``fedgr_no_distill``: no L_ema;
+``fedgr_no_regulariser``: no L_reg) and ``fedgr_clean`` (FedGR on the same clients without label noise: the "do no
+harm" check); references ``reference_clean_fedavg`` (FedAvg on the true labels: the ceiling),
+``reference_untrained`` (the CNN, untrained) and ``reference_prior`` (the most frequent observed label).
 
-* ``fedgr``; baselines ``fedavg``, ``fedprox`` (μ = 0.01), ``coteaching`` (FedAvg + local Co-teaching);
-* ablations, each FedGR with one component removed: ``fedgr_no_sieve`` (no GMM sieving: no sample is ever
-  flagged), ``fedgr_no_refine`` (flagged samples are dropped instead of relabelled), ``fedgr_no_distill``
-  (no L_ema), ``fedgr_no_regulariser`` (no L_reg); and ``fedgr_clean``: FedGR on the same clients without
-  label noise (the "do no harm" check: the noise is what is removed);
-* references: ``reference_clean_fedavg`` (FedAvg on the true labels: the ceiling), ``reference_untrained``
-  (the CNN, untrained) and ``reference_prior`` (the most frequent observed label).
-
-Every trained arm is a fit of its recipe (seed 0 included: the per-round accuracy curve is recorded during
-the fit, and the published checkpoints are the recipes' seed-0 runs). ``ZOO_FEDGR_CACHE=DIR`` stores each
-(arm, seed, settings, recipe) result as a JSON file and reuses it, so the evaluation can run in pieces
-(``benchmarks/fedgr_eval_pieces.py``) and resume after an interruption; clear the folder after a code change.
-``ZOO_FEDGR_EXPORT=DIR`` also exports the seed-0 fits of ``fedgr`` and the baselines at default settings to
-``DIR/<arm>`` (``zoo pin`` them: the published checkpoints are then exactly the card's seed-0 runs).
+Seed 0 of ``fedgr`` and the baselines is the published checkpoint (their per-round test curve travels in its
+config.json); every other run trains the recipes with ``curve_test_limit`` set, which records that curve.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
-from zoo._eval import Claim, Protocol, Setting, Tuning, beats, piece_file
+from zoo.eval import Arm, Claim, Protocol, Setting, Tuning, beats
 
-ABLATIONS = {
-    "fedgr_no_sieve": "--model.init_args.fedgr.sieve=false",
-    "fedgr_no_refine": "--model.init_args.fedgr.refine=false",
-    "fedgr_no_distill": "--model.init_args.fedgr.distill=false",
-    "fedgr_no_regulariser": "--model.init_args.fedgr.regularise=false",
-}
-CLEAN_ARMS = {"fedgr_clean": "fedgr", "reference_clean_fedavg": "fedavg"}
-CACHE_VERSION = 1  # bump when a code change alters what a fit measures
+_SWITCHES = {"sieve": "fedgr_no_sieve", "refine": "fedgr_no_refine", "distill": "fedgr_no_distill"}
+_SWITCHES["regularise"] = "fedgr_no_regulariser"
+ABLATIONS = tuple(
+    Arm(arm, base="fedgr", overrides=(f"--model.init_args.fedgr.{switch}=false",), help=f"FedGR without {switch}")
+    for switch, arm in _SWITCHES.items()
+)
 
-# How the arms' hyperparameters were chosen: benchmarks/fedgr_tuning.py, two trials per arm, each a fit of the
-# arm's recipe (seed 0) on 90% of every client's data, scored by the final global model's accuracy on the other
-# 10% with their NOISY labels (never the test set); results in benchmarks/fedgr_tuning.json. The winner by that
-# score was adopted for every arm, although each gap (0.3-1.8 points) is within the ~2-point standard error of
-# 600 noisy labels: the record is the rule, not a claim that the winner is better.
-_TUNING_RULE = "2 trials on the clients' noisy validation split (10%, seed 0, 80 rounds), final-round accuracy; "
-_TUNING = {
+
+def _clean(run) -> list[str]:
+    """Clean labels (nothing to add when ``--set noise=none`` already says so: the same fit then serves both)."""
+    return [] if run.settings["noise"] == "none" else ["--data.init_args.noise=none"]
+
+
+# How the arms' hyperparameters were chosen: two trials per arm, each a fit of the arm's recipe (seed 0) on 90% of
+# every client's data, scored by the final global model's accuracy on the other 10% with their NOISY labels (never
+# the test set). The winner by that score was adopted for every arm, although each gap (0.3-1.8 points) is within
+# the ~2-point standard error of 600 noisy labels: the record is the rule, not a claim that the winner is better.
+_RULE = "2 trials on the clients' noisy validation split (10%, seed 0, 80 rounds), final-round accuracy; "
+_NONE = Tuning("none", {}, 0, "fedgr's recipe with one component switched off")
+TUNING = {
     "fedgr": Tuning(
         "validation",
         {"distill_weight": [1.0, 0.3], "reg_weight": [0.1]},
         2,
-        _TUNING_RULE + "distill_weight 1.0 -> 0.393, 0.3 -> 0.395 (chosen); L_reg weight 0.1 (spec); lr 0.05.",
+        _RULE + "distill_weight 1.0 -> 0.393, 0.3 -> 0.395 (chosen); L_reg weight 0.1 (spec); lr 0.05.",
     ),
-    "fedavg": Tuning(
-        "validation",
-        {"lr": [0.02, 0.01]},
-        2,
-        _TUNING_RULE + "lr 0.02 -> 0.352 (peak 0.395 at round 55), 0.01 -> 0.387 (chosen).",
-    ),
-    "fedprox": Tuning(
-        "validation",
-        {"lr": [0.02, 0.01]},
-        2,
-        _TUNING_RULE + "lr 0.02 -> 0.363, 0.01 -> 0.390 (chosen); mu = 0.01 from the spec.",
-    ),
-    "coteaching": Tuning(
-        "validation",
-        {"lr": [0.05, 0.02]},
-        2,
-        _TUNING_RULE + "lr 0.05 -> 0.388, 0.02 -> 0.405 (chosen); forget rate = the client's TRUE noise rate (oracle).",
-    ),
+    "fedavg": Tuning("validation", {"lr": [0.02, 0.01]}, 2, _RULE + "lr 0.02 -> 0.352 (peak 0.395 at round 55), "
+                     "0.01 -> 0.387 (chosen)."),
+    "fedprox": Tuning("validation", {"lr": [0.02, 0.01]}, 2, _RULE + "lr 0.02 -> 0.363, 0.01 -> 0.390 (chosen); "
+                      "mu = 0.01 from the spec."),
+    "coteaching": Tuning("validation", {"lr": [0.05, 0.02]}, 2, _RULE + "lr 0.05 -> 0.388, 0.02 -> 0.405 (chosen); "
+                         "forget rate = the client's TRUE noise rate (oracle)."),
+    **{arm.name: _NONE for arm in ABLATIONS},
+    "fedgr_clean": Tuning("none", {}, 0, "fedgr's recipe on clean labels"),
+    "reference_clean_fedavg": Tuning("none", {}, 0, "fedavg's recipe (lr as tuned) on the true labels"),
+    "reference_untrained": Tuning("none", {}, 0, "no learning"),
+    "reference_prior": Tuning("none", {}, 0, "no learning"),
 }
-
-PROTOCOL = Protocol(
-    method="fedgr",
-    baselines=("fedavg", "fedprox", "coteaching"),
-    ablations=(*ABLATIONS, "fedgr_clean"),
-    references=("reference_clean_fedavg", "reference_untrained", "reference_prior"),
-    settings={
-        "noise": Setting(
-            "symmetric",
-            "label noise of the clients: symmetric (random other class), pair (class flips), mixed (per client one "
-            "of the two), none",
-            choices=("symmetric", "pair", "mixed", "none"),
-            recipe_keys=("data.init_args.noise",),
-        ),
-        "noise_low": Setting(
-            0.4, "lower end of the per-client noise rate U[low, high]", None, ("data.init_args.noise_low",), 0
-        ),
-        "noise_high": Setting(0.7, "upper end of the per-client noise rate", None, ("data.init_args.noise_high",), 0),
-        "partition": Setting(
-            "iid",
-            "client partition: iid or dirichlet (per-class Dir(0.3) shares)",
-            ("iid", "dirichlet"),
-            ("data.init_args.partition",),
-        ),
-        "rounds": Setting(
-            80, "communication rounds (FedGR's sniffing 1-10, warm-up 11-15)", None, ("trainer.max_epochs",), 1
-        ),
-        "local_epochs": Setting(
-            5, "local epochs per client round (every arm)", None, ("model.init_args.local.epochs",), 1
-        ),
-        "test_limit": Setting(10000, "test images scored (the first N of the 10,000)", minimum=1),
-    },
-    tuning={
-        **_TUNING,
-        **{arm: Tuning("none", {}, 0, "fedgr's recipe with one component switched off") for arm in ABLATIONS},
-        "fedgr_clean": Tuning("none", {}, 0, "fedgr's recipe on clean labels"),
-        "reference_clean_fedavg": Tuning("none", {}, 0, "fedavg's recipe (lr as tuned) on the true labels"),
-        "reference_untrained": Tuning("none", {}, 0, "no learning"),
-        "reference_prior": Tuning("none", {}, 0, "no learning"),
-    },
-    seed_args=("seed_everything", "model.init_args.seed", "data.init_args.seed"),
-    headline=("accuracy", "noise_f1", "noise_rate_mae"),
-    panels=3,
-)
 
 
 def _federation(run, noise: str):
@@ -139,22 +81,17 @@ def _federation(run, noise: str):
     from zoo.fedgr.federation import FederationSpec, fashion_mnist_federation
 
     s = run.settings
-    key = ("federation", noise)
-    if key not in run.cache:
-        spec = FederationSpec(
-            partition=s["partition"], noise=noise, noise_low=s["noise_low"], noise_high=s["noise_high"], seed=run.seed
-        )
-        run.cache[key] = fashion_mnist_federation(spec)
-    return run.cache[key]
+    spec = FederationSpec(s["partition"], noise=noise, noise_low=s["noise_low"], noise_high=s["noise_high"],
+                          seed=run.seed)
+    return run.memo(("federation", noise), lambda: fashion_mnist_federation(spec))
 
 
 def fashion_mnist_accuracy(module, limit: int | None = None) -> float:
     """Accuracy of the module's global model on the Fashion-MNIST test set (the first ``limit`` images)."""
     from zoo.fedgr.data import fashion_mnist_test
-
-    images, labels = fashion_mnist_test(limit)
     from zoo.fedgr.module import SCORE_CHUNK
 
+    images, labels = fashion_mnist_test(limit)
     predicted = module.predict(torch.from_numpy(np.array(images)), batch_size=SCORE_CHUNK)
     return float((predicted.numpy() == labels).mean())
 
@@ -181,117 +118,62 @@ def score_pretrained(module, limit: int | None = None) -> dict[str, float]:
     return {"accuracy": fashion_mnist_accuracy(module, limit)}
 
 
-#: The recipe each arm trains from (FedGR's ablations and clean run vary fedgr's; the references need fedgr's CNN).
-_ARM_RECIPES = {
-    "fedavg": "fedavg",
-    "reference_clean_fedavg": "fedavg",
-    "fedprox": "fedprox",
-    "coteaching": "coteaching",
-}
-
-
-def _cache_file(arm: str, run) -> Path | None:
-    def key():
-        from zoo._recipes import resolve_recipe
-
-        recipe = _ARM_RECIPES.get(arm, "fashion_mnist")
-        text = Path(resolve_recipe(f"recipes/fedgr/{recipe}.yaml")).read_text()  # a piece keys on its own recipe only
-        return [CACHE_VERSION, arm, run.seed, run.settings, text]
-
-    return piece_file("ZOO_FEDGR_CACHE", f"{arm}-seed{run.seed}", key)
-
-
-def measure(arm: str, run) -> dict[str, float]:
-    """The metrics of one arm for one seed (from ``ZOO_FEDGR_CACHE`` when that run is stored there)."""
-    cache = _cache_file(arm, run)
-    if cache is not None and cache.is_file():
-        stored = json.loads(cache.read_text())
-        run.extras.setdefault("test_curve", {})[arm] = stored.get("curve", [])
-        return stored["scores"]
-    started = time.perf_counter()
-    scores, curve = _measure(arm, run)
-    if curve:
-        run.extras.setdefault("test_curve", {})[arm] = curve
-    if cache is not None:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        seconds = round(time.perf_counter() - started, 1)
-        cache.write_text(json.dumps({"scores": scores, "curve": curve, "seconds": seconds}))
+def score(arm: str, module, run) -> dict[str, float]:
+    """Final and best-round test accuracy of a trained arm; FedGR's sieve against the true labels."""
+    final = fashion_mnist_accuracy(module, run.settings["test_limit"])
+    curve = [float(v) for v in module.test_curve] or [final]
+    run.extras.setdefault("test_curve", {})[arm] = [round(v, 4) for v in curve]
+    scores = {"accuracy": final, "accuracy_final": final, "accuracy_best": max(curve)}
+    if module.hparams.method == "fedgr":
+        noise = "none" if arm == "fedgr_clean" else run.settings["noise"]
+        scores.update(sieve_scores(module, _federation(run, noise)))
     return scores
 
 
-def _measure(arm: str, run) -> tuple[dict[str, float], list[float]]:
-    limit, noise = run.settings["test_limit"], run.settings["noise"]
-    if arm == "reference_prior":
-        from zoo.fedgr.data import fashion_mnist_test
+def prior_accuracy(run) -> dict[str, float]:
+    """The most frequent observed (noisy) label of the federation, predicted for every test image."""
+    from zoo.fedgr.data import fashion_mnist_test
 
-        federation = _federation(run, noise)
-        prior = np.bincount(federation.noisy_labels[np.concatenate(federation.client_samples)]).argmax()
-        return {"accuracy": float((fashion_mnist_test(limit)[1] == prior).mean())}, []
-    if arm == "reference_untrained":
-        return {"accuracy": fashion_mnist_accuracy(run.untrained("fedgr", seed=run.seed), limit)}, []
-    overrides = [f"--model.init_args.curve_test_limit={limit}"]
-    base = None
-    if arm in CLEAN_ARMS:  # with --set noise=none the recipe override is already there
-        base, noise = CLEAN_ARMS[arm], "none"
-        overrides += [] if run.settings["noise"] == "none" else ["--data.init_args.noise=none"]
-    elif arm in ABLATIONS:
-        base = "fedgr"
-        overrides.append(ABLATIONS[arm])
-    export = os.environ.get("ZOO_FEDGR_EXPORT")
-    if export and base is None and run.seed == PROTOCOL.published_seed and not run.recipe_overrides():
-        # this fit is the recipe's seed-0 run: export it, to be pinned as the published checkpoint
-        callback = {"class_path": "zoo.callbacks.ExportPretrained", "init_args": {"dirpath": f"{export}/{arm}"}}
-        overrides.append(f"--trainer.callbacks={json.dumps([callback])}")
-    module = run.load(arm, overrides=overrides, base=base)
-    final = fashion_mnist_accuracy(module, limit)
-    curve = [float(v) for v in module.test_curve] or [final]
-    scores = {"accuracy": final, "accuracy_final": final, "accuracy_best": max(curve)}
-    if module.hparams.method == "fedgr":
-        scores.update(sieve_scores(module, _federation(run, noise)))
-    return scores, [round(v, 4) for v in curve]
+    federation = _federation(run, run.settings["noise"])
+    prior = np.bincount(federation.noisy_labels[np.concatenate(federation.client_samples)]).argmax()
+    return {"accuracy": float((fashion_mnist_test(run.settings["test_limit"])[1] == prior).mean())}
+
+
+def untrained_accuracy(run) -> dict[str, float]:
+    """The CNN as initialised with this seed."""
+    return {"accuracy": fashion_mnist_accuracy(run.untrained("fedgr", seed=run.seed), run.settings["test_limit"])}
 
 
 def claims(result: dict) -> list[Claim]:
-    """The issue's acceptance (issue 31) and the spec's thresholds, the reference margins, the ablations."""
-    arms, fedgr = result["arms"], result["arms"].get("fedgr", {})
-    margins = {
-        "reference_untrained": 0.3,
-        "reference_prior": 0.3,
-        "fedavg": 0.05,
-        "fedprox": 0.0,
-        "coteaching": 0.0,
-    }
-    out = [
-        beats(result, "accuracy", "fedgr", other, margin)
-        for other, margin in margins.items()
-        if other in arms and fedgr
-    ]
-    if "fedavg" in arms and "accuracy_best" in arms["fedavg"]:
-        drop = arms["fedavg"]["accuracy_best"] - arms["fedavg"]["accuracy_final"]
-        text = "the setting makes FedAvg memorise the noise: its final accuracy is >= 0.02 below its best round's"
-        out.append(Claim.at_least("fedavg_memorises", text, drop, 0.02, versus="fedavg"))
-    if "noise_f1" in fedgr:
-        out.append(Claim.at_least("noise_f1", "FedGR's noisy-label detection F1 >= 0.85", fedgr["noise_f1"], 0.85))
-    if "noise_rate_mae" in fedgr:
-        text = "mean |estimated - true| client noise rate <= 0.1"
-        out.append(Claim.at_most("noise_rate_mae", text, fedgr["noise_rate_mae"], 0.1))
-    if "fedgr_clean" in arms and "reference_clean_fedavg" in arms:
-        gap = arms["reference_clean_fedavg"]["accuracy"] - arms["fedgr_clean"]["accuracy"]
-        text = "without label noise FedGR's accuracy is at most 0.02 below FedAvg's (reference_clean_fedavg)"
-        out.append(Claim.at_most("clean_gap", text, gap, 0.02, versus="reference_clean_fedavg"))
-        text = "without label noise FedGR's mean estimated client noise rate < 0.05 (issue 31)"
-        estimate = arms["fedgr_clean"]["noise_rate_mae"]
-        out.append(Claim("clean_noise_estimate", text, round(estimate, 6), 0.05, bool(estimate < 0.05)))
+    """The spec's thresholds, the reference margins, the ablations."""
+    arms = result["arms"]
+    fedgr = arms["fedgr"]
+    margins = {"reference_untrained": 0.3, "reference_prior": 0.3, "fedavg": 0.05, "fedprox": 0.0, "coteaching": 0.0}
+    out = [beats(result, "accuracy", "fedgr", other, margin) for other, margin in margins.items()]
+    drops = {f"seed {seed}": s["accuracy_best"] - s["accuracy_final"] for seed, s in result["per_seed"]["fedavg"].items()}
+    text = "the setting makes FedAvg memorise the noise: its final accuracy is >= 0.02 below its best round's"
+    out.append(Claim.gate("fedavg_memorises", text, drops, 0.02, arm="fedavg"))
+    text = "FedGR's noisy-label detection F1 >= 0.85"
+    out.append(Claim.at_least("noise_f1", text, fedgr["noise_f1"], 0.85, kind="validity", arm="fedgr"))
+    text = "mean |estimated - true| client noise rate <= 0.1"
+    out.append(Claim.at_most("noise_rate_mae", text, fedgr["noise_rate_mae"], 0.1, kind="validity", arm="fedgr"))
+    gap = arms["reference_clean_fedavg"]["accuracy"] - arms["fedgr_clean"]["accuracy"]
+    text = "without label noise FedGR's accuracy is at most 0.02 below FedAvg's (reference_clean_fedavg)"
+    out.append(Claim.at_most("clean_gap", text, gap, 0.02, versus="reference_clean_fedavg", kind="validity",
+                             arm="fedgr_clean"))
+    estimate = arms["fedgr_clean"]["noise_rate_mae"]
+    text = "without label noise FedGR's mean estimated client noise rate < 0.05"
+    out.append(Claim("clean_noise_estimate", text, round(estimate, 6), 0.05, bool(estimate < 0.05), kind="validity",
+                     arm="fedgr_clean"))
     for ablation in ABLATIONS:
-        if ablation in arms and fedgr:
-            claim = beats(result, "accuracy", "fedgr", ablation, 0.0)
-            text = f"removing {ablation.removeprefix('fedgr_no_')} costs accuracy: " + claim.text
-            out.append(Claim(claim.id, text, claim.value, claim.threshold, claim.holds, ablation))
+        claim = beats(result, "accuracy", "fedgr", ablation.name, 0.0)
+        text = f"removing {ablation.name.removeprefix('fedgr_no_')} costs accuracy: " + claim.text
+        out.append(Claim(claim.id, text, claim.value, claim.threshold, claim.holds, ablation.name, "paper", "fedgr"))
     return out
 
 
 def plot(result: dict, axes) -> None:
-    """Accuracy of every arm; the test-accuracy curves of seed 0 (FedAvg's memorisation); FedGR's detection F1."""
+    """Accuracy of every arm; the test-accuracy curves of the first seed (FedAvg's memorisation); detection F1."""
     from zoo._figures import bar_panel
 
     bar_panel(axes[0], result, "accuracy", ylabel="final test accuracy")
@@ -300,11 +182,50 @@ def plot(result: dict, axes) -> None:
     # fedprox dashed: it runs on top of fedavg; fedgr_no_sieve shows what the sieve holds off (memorisation at lr 0.05)
     for arm in ("fedgr", "fedavg", "fedprox", "coteaching", "fedgr_no_sieve", "reference_clean_fedavg"):
         if curves.get(arm):
-            style = "--" if arm == "fedprox" else "-"
-            ax.plot(range(1, len(curves[arm]) + 1), curves[arm], style, label=arm)
+            ax.plot(range(1, len(curves[arm]) + 1), curves[arm], "--" if arm == "fedprox" else "-", label=arm)
     ax.set_xlabel("round")
     ax.set_ylabel(f"test accuracy (seed {result['seeds'][0]})")
     if ax.lines:
         ax.legend(fontsize=7)
     bar_panel(axes[2], result, "noise_f1", ylabel="noisy-label F1 (- - 0.85)")
     axes[2].axhline(0.85, color="black", lw=0.8, ls="--")
+
+
+PROTOCOL = Protocol(
+    method="fedgr",
+    baselines=("fedavg", "fedprox", "coteaching"),
+    ablations=(*ABLATIONS, Arm("fedgr_clean", base="fedgr", overrides=_clean, help="FedGR without label noise")),
+    references=(
+        Arm("reference_clean_fedavg", base="fedavg", overrides=_clean, help="FedAvg on the true labels"),
+        Arm("reference_untrained", measure=untrained_accuracy),
+        Arm("reference_prior", measure=prior_accuracy),
+    ),
+    settings={
+        "noise": Setting(
+            "symmetric",
+            "label noise of the clients: symmetric (random other class), pair (class flips), mixed (per client one "
+            "of the two), none",
+            choices=("symmetric", "pair", "mixed", "none"),
+            recipe_keys=("data.init_args.noise",),
+        ),
+        "noise_low": Setting(0.4, "lower end of the per-client noise rate U[low, high]", None,
+                             ("data.init_args.noise_low",), 0),
+        "noise_high": Setting(0.7, "upper end of the per-client noise rate", None, ("data.init_args.noise_high",), 0),
+        "partition": Setting("iid", "client partition: iid or dirichlet (per-class Dir(0.3) shares)",
+                             ("iid", "dirichlet"), ("data.init_args.partition",)),
+        "rounds": Setting(80, "communication rounds (FedGR's sniffing 1-10, warm-up 11-15)", None,
+                          ("trainer.max_epochs",), 1),
+        "local_epochs": Setting(5, "local epochs per client round (every arm)", None,
+                                ("model.init_args.local.epochs",), 1),
+        "test_limit": Setting(10000, "test images scored (the first N of the 10,000)", minimum=1),
+    },
+    tuning=TUNING,
+    score=score,
+    claims=claims,
+    plot=plot,
+    score_pretrained=score_pretrained,
+    seed_args=("seed_everything", "model.init_args.seed", "data.init_args.seed"),
+    fit_args=lambda run: [f"--model.init_args.curve_test_limit={json.dumps(run.settings['test_limit'])}"],
+    headline=("accuracy", "noise_f1", "noise_rate_mae"),
+    panels=3,
+)

@@ -62,7 +62,9 @@ Deviations and reconstructed choices (R = the spec leaves it open):
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 import warnings
 
 import lightning.pytorch as pl
@@ -279,6 +281,12 @@ class FedGRModule(ImageClassifierMixin, pl.LightningModule):
         return self(images).argmax(1)
 
     # ---------------------------------------------------------------------------------------- publishing
+
+    def import_files(self, folder) -> None:
+        """Read the per-round curves back from config.json's metadata (what :meth:`export_metadata` wrote)."""
+        metadata = json.loads((Path(folder) / "config.json").read_text()).get("metadata", {})
+        self.test_curve = list(metadata.get("test_curve", []))
+        self.client_val_curve = list(metadata.get("client_val_curve", []))
 
     def export_metadata(self) -> dict:
         """Facts stored in config.json: the data, the server's estimates, the schedule."""
