@@ -79,7 +79,7 @@ def tiny_entry(tmp_path, monkeypatch):
     from zoo._serialization import save_pretrained
 
     cards = tmp_path / "hub_cards"
-    monkeypatch.setenv("ZOO_HUB_CARDS", str(cards))
+    monkeypatch.setenv("ZOO_MIRROR", str(cards))
     torch.manual_seed(0)
     save_pretrained(TinyClassifier(hidden=12), cards / TINY_NAME, training={"wall_time_s": 61.0, "seed": 0})
     entry = register_model(

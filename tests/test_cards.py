@@ -3,19 +3,31 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
-from zoo._cards import render_card, write_card
+import zoo
+from tests.test_eval_settings import evaluations
+from zoo._cards import TABLE_METRICS, render_card, write_card
 from zoo._errors import ZooError
-from zoo._eval import run_eval, validate_result
+from zoo.eval.engine import Request, evaluation, measure
+from zoo.eval.result import assemble, validate_result
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def evaluated(tiny_entry):
-    result = run_eval(tiny_entry.name, seeds=[0, 1, 2])
+def evaluated(tiny_entry, tmp_path, monkeypatch):
+    monkeypatch.setenv("ZOO_EVAL_CACHE", str(tmp_path / "eval-cache"))
+    evaluation.cache_clear()
+    ev = evaluation(tiny_entry.name)
+    pieces = measure(tiny_entry.name, Request(seeds=(0, 1, 2)))
+    result = assemble(ev.protocol, tiny_entry.name, pieces, ev.protocol.resolve(), seeds=[0, 1, 2])
     (tiny_entry.mirror_dir / "metrics.json").write_text(json.dumps(result))
-    return result
+    yield result
+    evaluation.cache_clear()
 
 
 def test_card_round_trip(tiny_entry, evaluated):
@@ -31,6 +43,7 @@ def test_card_round_trip(tiny_entry, evaluated):
     text = card.text
     assert 'zoo.load("tinytest.blobs", pretrained=True)' in text  # no usage.py: the load line
     assert "zoo fit -c tests/tiny/recipe.yaml" in text and "1.0 min" in text  # wall time from config.json
+    assert "zoo eval tinytest.blobs --verify" in text and "### What held" in text and "### Deviations" in text
     assert "| **tiny** | method | 3 |" in text and "| reference_majority | reference | 3 |" in text
     # the claims round trip from JSON to the card, each with its verdict
     for claim in evaluated["claims"]:
@@ -87,8 +100,6 @@ def test_baseline_tuned_less_than_the_method_is_rejected(evaluated):
 
 
 def test_readme_table_is_generated_and_current():
-    from pathlib import Path
-
     from zoo._readme import update_readme
 
     readme = Path(__file__).resolve().parents[1] / "README.md"
@@ -110,3 +121,37 @@ def test_an_entry_on_a_hub_data_set_gets_model_index_results(tiny_entry, evaluat
     assert results == {k: v for k, v in evaluated["arms"]["tiny"].items() if k == "accuracy"}
     assert data.eval_results[0].task_type == "tabular-classification"
     assert data.eval_results[0].dataset_type == "test-org/blobs"
+
+
+# ------------------------------------------------------------------------------------------- the published cards
+
+
+@pytest.mark.parametrize("name", evaluations())
+def test_every_card_is_what_its_published_pieces_make_and_scored_todays_weights(name):
+    from zoo.eval.published import stale
+
+    assert stale(evaluation(name)) == []
+
+
+@pytest.mark.parametrize("name", evaluations())
+def test_every_claim_has_a_kind_and_paper_claims_involve_the_method(name):
+    card = json.loads((zoo.get_entry(name).mirror_dir / "metrics.json").read_text())
+    validate_result(card)  # kinds are checked there: a paper claim without the method is refused
+    assert card["provenance"]["commits"], f"{name}: metrics.json records no commit"
+
+
+def test_cards_send_no_reader_to_an_issue_and_no_table_is_wider_than_12_columns():
+    for path in sorted((ROOT / "hub_cards").glob("*/README.md")):
+        text = path.read_text()
+        assert not re.search(r"\bissues? \d+", text, re.IGNORECASE), f"{path}: cites an issue number"
+        for line in text.splitlines():
+            if line.startswith("|"):
+                assert line.count("|") - 1 <= 12, f"{path}: a table row of {line.count('|') - 1} columns"
+    assert TABLE_METRICS + 3 <= 12
+
+
+def test_weightless_entries_show_the_command_that_reproduces_them():
+    for name in zoo.list_models(pretrained=False):
+        text = (zoo.get_entry(name).mirror_dir / "README.md").read_text()
+        assert "zoo fit -c" not in text.split("## Training")[0], f"{name}: its card offers a fit it cannot do"
+        assert f"zoo eval {name} --verify" in text

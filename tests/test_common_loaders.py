@@ -9,7 +9,7 @@ from zoo.common import efficientnet, wordnet
 
 def test_wordnet_reads_the_debian_database_with_lexnames(tmp_path, monkeypatch):
     pytest.importorskip("nltk")
-    monkeypatch.setenv("ZOO_NLTK_DATA", str(tmp_path))
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
     wordnet.wordnet.cache_clear()
     try:
         wn = wordnet.wordnet()
@@ -17,7 +17,8 @@ def test_wordnet_reads_the_debian_database_with_lexnames(tmp_path, monkeypatch):
         assert parka.lexname() == "noun.artifact"  # needs the lexnames file Debian does not ship
         assert "jacket" in parka.definition()
         assert wn.synset("happy.a.01").pos() == "a"
-        assert (tmp_path / "corpora" / "wordnet" / "lexnames").read_text().splitlines()[3] == "03\tnoun.Tops\t1"
+        lexnames = tmp_path / "nltk_data" / "corpora" / "wordnet" / "lexnames"  # under $ZOO_CACHE_DIR/nltk_data
+        assert lexnames.read_text().splitlines()[3] == "03\tnoun.Tops\t1"
     finally:
         wordnet.wordnet.cache_clear()
 

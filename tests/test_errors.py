@@ -66,14 +66,14 @@ def test_read_only_hf_home_is_not_called_an_unreachable_hub(tiny_entry, publishe
     _unwritable_cache(monkeypatch, hf_cache)
     hub_module._mirror_announced.discard(tiny_entry.name)
     with caplog.at_level(logging.INFO, logger="zoo.hub"):
-        assert fetch(tiny_entry.name) == tiny_entry.mirror_dir  # the mirror still serves, saying why
+        assert fetch(tiny_entry) == tiny_entry.mirror_dir  # the mirror still serves, saying why
     (said,) = [r.getMessage() for r in caplog.records if "offline mirror" in r.getMessage()]
     assert "not writable" in said and "HF_HOME" in said and "could not be reached" not in said
 
 
 def test_read_only_hf_home_without_mirror_is_one_line(tiny_entry, published, hf_cache, monkeypatch, tmp_path):
     _unwritable_cache(monkeypatch, hf_cache)
-    monkeypatch.setenv("ZOO_HUB_CARDS", str(tmp_path / "no-mirror"))
+    monkeypatch.setenv("ZOO_MIRROR", str(tmp_path / "no-mirror"))
     with pytest.raises(HubUnavailableError) as info:
         zoo.load(tiny_entry.name, pretrained=True)
     message = _one_line(info)
@@ -90,7 +90,7 @@ def test_another_revision_offline_does_not_silently_load_the_pinned_mirror(tiny_
 
 def test_another_revision_with_the_hub_down_does_not_load_the_mirror(tiny_entry, hf_cache, hub_down):
     with pytest.raises(HubUnavailableError, match="'v9'"):
-        fetch(tiny_entry.name, revision="v9")
+        fetch(tiny_entry, revision="v9")
 
 
 def test_corrupted_mirror_file_advice_leads_to_a_working_state(tiny_entry, hf_cache, hf_offline):

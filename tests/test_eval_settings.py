@@ -14,11 +14,12 @@ import yaml
 
 import zoo
 from zoo._errors import MissingExtraError
-from zoo._eval import paper_arms, paper_module
 from zoo._recipes import resolve_recipe
+from zoo.eval.engine import evaluation
 
 
-def _evaluations() -> list[str]:
+def evaluations() -> list[str]:
+    """One entry name per evaluation of the zoo (a paper may have several: gemq)."""
     names, seen = [], set()
     for name in zoo.list_models():
         evaluate = zoo.get_entry(name).evaluate
@@ -37,13 +38,14 @@ def _lookup(recipe: dict, dotted: str):
     return node, True
 
 
-@pytest.mark.parametrize("name", _evaluations())
+@pytest.mark.parametrize("name", evaluations())
 def test_setting_defaults_match_the_method_recipe(name):
     try:
-        protocol = paper_module(name).PROTOCOL
+        ev = evaluation(name)
     except MissingExtraError as err:  # a tox environment without this paper's extra
         pytest.skip(str(err))
-    method = paper_arms(name).get(protocol.method)
+    protocol = ev.protocol
+    method = ev.entries.get(protocol.method_name)
     if method is None or not method.pretrained_cfg or not method.pretrained_cfg.recipe:
         pytest.skip(f"{name}: the method has no recipe")
     recipe = yaml.safe_load(Path(resolve_recipe(method.pretrained_cfg.recipe)).read_text())
@@ -54,19 +56,3 @@ def test_setting_defaults_match_the_method_recipe(name):
                 assert value == setting.default, (
                     f"{name}: setting {key}={setting.default!r}, recipe {recipe_key}={value!r}"
                 )
-
-
-def test_cached_piece_measures_once_and_reads_back(tmp_path):
-    from zoo._eval import cached_piece, piece_path
-
-    calls = []
-
-    def compute():
-        calls.append(1)
-        return {"acc": 0.5}
-
-    path = piece_path(tmp_path / "pieces", "arm-seed0", {"arm": "arm", "seed": 0})
-    assert cached_piece(path, compute) == {"acc": 0.5} and path.is_file()
-    assert cached_piece(path, compute) == {"acc": 0.5}
-    assert len(calls) == 1, "a stored piece must not be measured again"
-    assert cached_piece(None, compute) == {"acc": 0.5} and len(calls) == 2  # no cache: always measured

@@ -52,19 +52,19 @@ def test_publish_uploads_the_folder_and_tags(tiny_entry, hub, published):
 
 def test_load_by_tag_and_by_commit(tiny_entry, hub, published, hf_cache):
     expected = _mirror_weights(tiny_entry)
-    folder = fetch(tiny_entry.name)  # pinned revision: the tag v1
+    folder = fetch(tiny_entry)  # pinned revision: the tag v1
     assert str(folder).startswith(str(hf_cache)) and folder.name == published
     assert _same(_weights(zoo.load(tiny_entry.name, pretrained=True)), expected)
     assert _same(_weights(zoo.load(tiny_entry.name, pretrained=True, revision=published)), expected)
 
 
 def test_offline_load_from_cache_makes_no_request(tiny_entry, hub, published, hf_cache, monkeypatch):
-    fetch(tiny_entry.name)
+    fetch(tiny_entry)
     import huggingface_hub.constants as hf_constants
 
     monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", True)
     before = len(hub.state.requests)
-    folder = fetch(tiny_entry.name)
+    folder = fetch(tiny_entry)
     assert len(hub.state.requests) == before
     assert str(folder).startswith(str(hf_cache))
 
@@ -80,9 +80,9 @@ def test_offline_env_var_in_a_fresh_process(tiny_entry, hub, published, tmp_path
                                                     sha256={dict(tiny_entry.pretrained_cfg.sha256)!r}))
         import zoo, hashlib
         from zoo._hub import fetch
-        print(fetch("tinytest.blobs"))
+        print(fetch(zoo.get_entry("tinytest.blobs")))
     """)
-    env = {**os.environ, "HF_HOME": str(home), "ZOO_HUB_CARDS": str(tmp_path / "no-mirror")}
+    env = {**os.environ, "HF_HOME": str(home), "ZOO_MIRROR": str(tmp_path / "no-mirror")}
     online = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     assert online.returncode == 0, online.stderr
     before = len(hub.state.requests)
@@ -95,7 +95,7 @@ def test_offline_env_var_in_a_fresh_process(tiny_entry, hub, published, tmp_path
 
 
 def test_tampered_blob_in_cache_is_detected(tiny_entry, hub, published, hf_cache):
-    folder = fetch(tiny_entry.name)
+    folder = fetch(tiny_entry)
     blob = (folder / "model.safetensors").resolve()
     blob.write_bytes(blob.read_bytes()[:-8] + b"\0" * 8)
     expected = tiny_entry.pretrained_cfg.sha256["model.safetensors"]
@@ -110,7 +110,7 @@ def test_truncated_file_on_the_hub_is_detected(tiny_entry, hub, published, hf_ca
     commit = hub.state.repos[REPO].resolve("v1")
     commit.files["config.json"] = commit.files["config.json"][:20]
     with pytest.raises(ChecksumError, match="config.json"):
-        fetch(tiny_entry.name)
+        fetch(tiny_entry)
 
 
 def test_wrong_revision_raises_the_hubs_own_error(tiny_entry, hub, published, hf_cache):
@@ -125,22 +125,22 @@ def test_hub_down_falls_back_to_the_mirror_and_says_so_once(tiny_entry, hf_cache
 
     hub_module._mirror_announced.discard(tiny_entry.name)
     with caplog.at_level(logging.INFO, logger="zoo.hub"):
-        folder = fetch(tiny_entry.name)
-        fetch(tiny_entry.name)
+        folder = fetch(tiny_entry)
+        fetch(tiny_entry)
     assert folder == tiny_entry.mirror_dir
     said = [r for r in caplog.records if "offline mirror" in r.getMessage()]
-    assert len(said) == 1 and said[0].levelno == logging.INFO
+    assert len(said) == 1 and said[0].levelno == logging.WARNING  # shows in Python without any logging setup
 
 
 def test_offline_with_empty_cache_uses_the_mirror(tiny_entry, hf_cache, hf_offline):
-    assert fetch(tiny_entry.name) == tiny_entry.mirror_dir
+    assert fetch(tiny_entry) == tiny_entry.mirror_dir
     assert _same(_weights(zoo.load(tiny_entry.name, pretrained=True)), _mirror_weights(tiny_entry))
 
 
 def test_offline_with_empty_cache_and_no_mirror_is_one_clear_line(
     tiny_entry, hf_cache, hf_offline, tmp_path, monkeypatch
 ):
-    monkeypatch.setenv("ZOO_HUB_CARDS", str(tmp_path / "empty"))
+    monkeypatch.setenv("ZOO_MIRROR", str(tmp_path / "empty"))
     with pytest.raises(HubUnavailableError) as info:
         zoo.load(tiny_entry.name, pretrained=True)
     message = str(info.value)
@@ -200,14 +200,14 @@ def test_publish_a_full_card_then_load_it_in_a_fresh_process(hub, tmp_path):
         import sys; sys.path.insert(0, {str(ROOT)!r})
         import torch, zoo
         from zoo._hub import fetch
-        print(fetch("dwp.standard"))                              # the pinned tag v1, sha256-checked
+        print(fetch(zoo.get_entry("dwp.standard")))                              # the pinned tag v1, sha256-checked
         by_name = zoo.load("dwp.standard", pretrained=True).state_dict()
         by_repo = zoo.load("hf-hub:{repo}").state_dict()
         print(by_name.keys() == by_repo.keys() and all(torch.equal(by_name[k], by_repo[k]) for k in by_name))
     """)
     home = tmp_path / "home"
     # No offline mirror in the child: the weights can only come from the Hub double.
-    env = {**os.environ, "HF_HOME": str(home), "ZOO_HUB_CARDS": str(tmp_path / "no-mirror")}
+    env = {**os.environ, "HF_HOME": str(home), "ZOO_MIRROR": str(tmp_path / "no-mirror")}
     child = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert child.returncode == 0, child.stderr[-3000:]
     folder, same = child.stdout.split()

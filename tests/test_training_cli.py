@@ -89,18 +89,49 @@ def test_each_run_has_its_own_folder_and_says_where_it_went(tmp_path, capsys):
     assert zoo.load(str(second)).net[0].out_features == 9
 
 
-def test_a_smoke_runs_folder_is_moved_aside_not_left_as_the_latest_export(tmp_path, capsys):
+def test_only_a_finished_fit_moves_the_latest_export_and_a_smoke_run_writes_nothing(tmp_path, capsys):
     root = tmp_path / "runs"
-    _fit(root, "--trainer.fast_dev_run=true")  # no logger: exports straight into runs/pretrained (a folder)
-    stale = root / "pretrained"
-    assert stale.is_dir() and not stale.is_symlink()
-    smoke_weights = (stale / "model.safetensors").read_bytes()
-
     _fit(root)
-    assert (root / "pretrained").is_symlink()
-    assert (root / "pretrained").resolve() == (root / "version_0" / "pretrained").resolve()
-    kept = [p for p in root.glob("pretrained-*") if p.is_dir()]
-    assert len(kept) == 1 and (kept[0] / "model.safetensors").read_bytes() == smoke_weights  # nothing is lost
+    link, first = root / "pretrained", root / "version_0" / "pretrained"
+    weights = (first / "model.safetensors").read_bytes()
+    capsys.readouterr()
+
+    _fit(root, "--trainer.fast_dev_run=true")
+    assert "zoo: weights     none: a fast_dev_run trains a few batches only" in capsys.readouterr().out
+    assert link.resolve() == first.resolve() and (first / "model.safetensors").read_bytes() == weights
+    assert not list(root.glob("run-*")) and [p.name for p in root.glob("version_*")] == ["version_0"]
+
+    _fit(root, "--trainer.limit_train_batches=2")  # trained on part of the data: exported, but not the latest
+    out = capsys.readouterr().out
+    partial = root / "version_1" / "pretrained"
+    assert f"zoo: weights     {partial}" in out and "limit_train_batches=2 trained on part of the data" in out
+    assert link.resolve() == first.resolve() and (first / "model.safetensors").read_bytes() == weights
+    training = json.loads((partial / "config.json").read_text())["metadata"]["training"]
+    assert training["unfinished"].startswith("limit_train_batches=2")
+
+
+def test_an_exported_folder_with_a_flipped_bit_is_refused_and_an_old_one_loads_with_a_notice(tmp_path, caplog):
+    from zoo._errors import ChecksumError
+
+    _fit(tmp_path / "runs")
+    folder = tmp_path / "runs" / "version_0" / "pretrained"
+    config = json.loads((folder / "config.json").read_text())
+    assert set(config["files"]) == {"model.safetensors"}
+    assert oct((folder / "model.safetensors").stat().st_mode & 0o777) == oct(
+        (folder / "config.json").stat().st_mode & 0o777
+    )
+    weights = folder / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    with pytest.raises(ChecksumError, match="model.safetensors does not match the sha256 its config.json records"):
+        zoo.load(str(folder))
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    del config["files"]  # a folder exported before exports recorded checksums
+    (folder / "config.json").write_text(json.dumps(config))
+    assert zoo.load(str(folder)) is not None
+    assert "exported before exports recorded checksums" in caplog.text
 
 
 def test_test_refuses_an_untrained_model_and_takes_weights(tmp_path, capsys):

@@ -28,7 +28,6 @@ from zoo._registry import (
     model_info,
     register_model,
 )
-
 from zoo._version import __version__
 
 __all__ = [

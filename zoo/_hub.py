@@ -84,7 +84,7 @@ def _restore_mirror_hint(entry: ModelEntry) -> str:
     return "restore it with `pip install --force-reinstall --no-deps icml26-zoo`"
 
 
-def _use_mirror(entry: ModelEntry, reason: str, level: int = logging.INFO) -> Path:
+def _use_mirror(entry: ModelEntry, reason: str, level: int = logging.WARNING) -> Path:
     mirror = entry.mirror_dir
     cfg = entry.pretrained_cfg
     missing = [name for name in cfg.sha256 if not (mirror / name).is_file()]
@@ -124,11 +124,11 @@ def _hub_cache_dir() -> str:
     return constants.HF_HUB_CACHE
 
 
-def fetch(name: str, revision: str | None = None) -> Path:
+def fetch(entry: ModelEntry, revision: str | None = None) -> Path:
     """Local folder holding an entry's published files, each verified against the registry's sha256.
 
     Args:
-        name: Registry name (or bare paper name).
+        entry: The registered entry (``zoo.get_entry(name)``).
         revision: Hub revision to fetch instead of the pinned one (branch, tag or commit). Its
             files must match the registry's sha256 pins all the same.
 
@@ -138,7 +138,6 @@ def fetch(name: str, revision: str | None = None) -> Path:
         HubUnavailableError: No Hub, no cached copy and no mirror.
         huggingface_hub.errors.RevisionNotFoundError: ``revision`` does not exist on the Hub.
     """
-    entry = get_entry(name)
     cfg = entry.pretrained_cfg
     if not cfg.has_weights:
         raise NoPretrainedWeightsError(
@@ -229,3 +228,29 @@ def publish(name: str, repo_id: str, *, tag: str | None = None, token: str | Non
 
 def _is_commit(revision: str) -> bool:
     return len(revision) == 40 and all(c in "0123456789abcdef" for c in revision)
+
+
+def download(entry: ModelEntry, to: str | Path | None = None) -> Path:
+    """Put an entry's published files where offline loading finds them.
+
+    Without ``to``: fetch them from the Hub into the HF cache (``HF_HOME``), so ``HF_HUB_OFFLINE=1`` works later.
+    With ``to``: copy them, verified, into the mirror folder ``to/<name>/`` (with the card's text), from the HF
+    cache, the Hub or this checkout's ``hub_cards/``; point ``ZOO_MIRROR`` at ``to`` to load from it.
+
+    Returns:
+        The folder holding the files.
+    """
+    import shutil
+
+    source = fetch(entry)
+    if to is None:
+        return source
+    target = Path(to).expanduser() / entry.name
+    target.mkdir(parents=True, exist_ok=True)
+    for name in sorted(entry.pretrained_cfg.sha256):
+        shutil.copy2(source / name, target / name)
+    for path in entry.mirror_dir.iterdir() if entry.mirror_dir.is_dir() else ():
+        if path.is_file() and (path.name in UNPINNED_FILES or path.name.endswith(UNPINNED_SUFFIXES)):
+            shutil.copy2(path, target / path.name)  # the card's text and figure travel with the weights
+    verify_files(target, entry.pretrained_cfg.sha256, source=str(target))
+    return target

@@ -139,22 +139,31 @@ class PretrainedMixin:
         Returns:
             The URL of the commit (or pull request).
         """
-        from huggingface_hub import HfApi
+        import httpx
+        from huggingface_hub import HfApi, constants
+
+        from zoo._errors import HubUnavailableError
 
         api = HfApi(token=token)
-        repo_id = api.create_repo(repo_id, private=private, exist_ok=True).repo_id
         with tempfile.TemporaryDirectory(prefix="zoo-push-") as folder:
             self.save_pretrained(folder, config=config)
-            info = api.upload_folder(
-                repo_id=repo_id,
-                folder_path=folder,
-                commit_message=commit_message,
-                revision=branch,
-                create_pr=create_pr,
-                allow_patterns=allow_patterns,
-                ignore_patterns=ignore_patterns,
-                delete_patterns=delete_patterns,
-            )
+            try:
+                repo_id = api.create_repo(repo_id, private=private, exist_ok=True).repo_id
+                info = api.upload_folder(
+                    repo_id=repo_id,
+                    folder_path=folder,
+                    commit_message=commit_message,
+                    revision=branch,
+                    create_pr=create_pr,
+                    allow_patterns=allow_patterns,
+                    ignore_patterns=ignore_patterns,
+                    delete_patterns=delete_patterns,
+                )
+            except (OSError, httpx.TransportError) as error:  # no network, no DNS, a refused connection
+                raise HubUnavailableError(
+                    f"could not reach the Hub at {constants.ENDPOINT} to push {repo_id} ({type(error).__name__}: "
+                    f"{error}); check the network or HF_ENDPOINT, or save_pretrained(FOLDER) and push later"
+                ) from None
         return info.pr_url or info.commit_url
 
     @classmethod
@@ -183,6 +192,11 @@ class PretrainedMixin:
 
         source = str(pretrained_model_name_or_path)
         if not Path(source).is_dir() and not source.startswith(HF_HUB_PREFIX):
+            if source.count("/") != 1 or source.startswith((".", "/")):
+                raise ZooError(
+                    f"{source} is neither a folder here (config.json + model.safetensors) nor a Hub repo id ORG/NAME; "
+                    "check the path"
+                )
             source = HF_HUB_PREFIX + source
         module = build_module(source, revision=revision, map_location=map_location, strict=strict, **model_kwargs)
         if not isinstance(module, cls):
@@ -204,10 +218,13 @@ class ImageClassifierMixin(PretrainedMixin):
 
     @property
     def label_names(self) -> tuple[str, ...]:
-        """Class names by class id (empty if the weights do not name their classes)."""
+        """Class names by class id: the published names, or ``class_0 ... class_{K-1}`` for a new K-class head (or
+        weights that do not name their classes)."""
         names = tuple(self.pretrained_cfg.get("label_names", ()))
         classes = getattr(getattr(self, "hparams", None), "num_classes", None)
-        return names if classes is None or classes == len(names) else ()  # a new head: the names no longer apply
+        if classes is None or classes == len(names):
+            return names
+        return tuple(f"class_{i}" for i in range(classes))  # a new head: the published names no longer apply
 
     @property
     def id2label(self) -> dict[int, str]:
@@ -237,6 +254,11 @@ class ImageClassifierMixin(PretrainedMixin):
             x = x.float() / 255.0 * (high - low) + low
         elif x.is_floating_point():
             lo, hi = float(x.min()), float(x.max())
+            if low - 1e-6 <= lo and high + 1e-6 < hi <= 255.0:  # floats holding 0-255 pixels, not normalised ones
+                raise ZooError(
+                    f"the images are floats in [{lo:.3g}, {hi:.3g}]: 0-255 pixels stored as floats; pass them as uint8 "
+                    f"(images.astype('uint8')) or divided by 255, and transform() applies {self._normalisation()}"
+                )
             if lo < low - 1e-6 or hi > high + 1e-6:
                 raise ZooError(
                     f"the images hold values in [{lo:.3g}, {hi:.3g}], but {type(self).__name__} takes raw pixels "

@@ -31,7 +31,9 @@ def read_pins(paper: str) -> dict[str, dict[str, str]]:
     try:
         pins = json.loads(path.read_text())
     except json.JSONDecodeError as error:
-        raise ZooError(f"{path} is not valid JSON ({error}); restore it with git or re-run `zoo pin NAME --write`")
+        raise ZooError(
+            f"{path} is not valid JSON ({error}); restore it with git or re-run `zoo pin NAME --write`"
+        ) from None
     return pins
 
 

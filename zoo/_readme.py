@@ -21,7 +21,9 @@ def strongest_other(result: dict[str, Any], metric: str) -> tuple[str, float] | 
     """The best non-method arm on ``metric`` (a baseline or reference; ablations excluded), or None."""
     settings, arms = result["settings"], result["arms"]
     lower = metric in settings.get("lower_is_better", [])
-    candidates = [a for a in [*settings.get("baselines", []), *settings.get("references", [])] if metric in arms.get(a, {})]
+    candidates = [
+        a for a in [*settings.get("baselines", []), *settings.get("references", [])] if metric in arms.get(a, {})
+    ]
     if not candidates:
         return None
     best = (min if lower else max)(candidates, key=lambda a: arms[a][metric])

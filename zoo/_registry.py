@@ -247,12 +247,13 @@ def clear_metrics_cache() -> None:
 
 
 def hub_cards_root() -> Path:
-    """Folder holding the offline mirrors: ``$ZOO_HUB_CARDS`` if set, else ``zoo/hub_cards`` in a wheel,
-    else ``hub_cards/`` in a checkout."""
-    if os.environ.get("ZOO_HUB_CARDS"):
-        return Path(os.environ["ZOO_HUB_CARDS"])
+    """Folder holding the cards and offline mirrors ``<name>/``: ``$ZOO_MIRROR`` if set (a folder that
+    ``zoo download NAME --to DIR`` filled), else ``hub_cards/`` in a checkout, else ``zoo/hub_cards`` in a wheel
+    (the cards' text only: a wheel ships no weights)."""
+    if os.environ.get("ZOO_MIRROR"):
+        return Path(os.environ["ZOO_MIRROR"]).expanduser()
     package_dir = Path(__file__).resolve().parent
-    for candidate in (package_dir / "hub_cards", package_dir.parent / "hub_cards"):
+    for candidate in (package_dir.parent / "hub_cards", package_dir / "hub_cards"):
         if candidate.is_dir():
             return candidate
     return package_dir.parent / "hub_cards"

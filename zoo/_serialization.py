@@ -16,6 +16,7 @@ import dataclasses
 import enum
 import inspect
 import json
+import logging
 import os
 import subprocess
 import typing
@@ -26,6 +27,8 @@ from typing import Any
 from zoo._errors import HubUnavailableError, ZooError, ZooTypeError
 from zoo._inference import PretrainedMixin
 from zoo._registry import CONFIG_FILE, WEIGHTS_FILE, get_entry, import_object
+
+logger = logging.getLogger("zoo.serialization")
 
 #: Prefix of ``zoo.load("hf-hub:ORG/REPO")``, as in timm.
 HF_HUB_PREFIX = "hf-hub:"
@@ -122,17 +125,59 @@ def save_pretrained(module: Any, folder: str | Path, **metadata: Any) -> Path:
         config["pretrained_cfg"] = pretrained_cfg
         if pretrained_cfg.get("label_names"):
             config["id2label"] = {str(i): label for i, label in enumerate(pretrained_cfg["label_names"])}
-    (folder / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
     # Clone so tied parameters become separate tensors: safetensors refuses shared storage.
     state = {k: v.detach().to("cpu").clone().contiguous() for k, v in module.state_dict().items()}
     save_file(state, str(folder / WEIGHTS_FILE), metadata={"format": "pt"})
+    _match_umask(folder / WEIGHTS_FILE)  # safetensors creates its file 0600; every other file gets the umask's mode
+    written = [WEIGHTS_FILE]
     for name, content in (module.export_files() if hooks else {}).items():
         path = folder / name
         if isinstance(content, str):
             path.write_text(content)
         else:
             path.write_bytes(content)
+        written.append(name)
+    # Every other file's sha256, so a copied folder with a flipped bit is refused on load (config.json can't hold
+    # its own digest; the registry pins it for published entries).
+    config["files"] = {name: _sha256(folder / name) for name in sorted(written)}
+    (folder / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
     return folder
+
+
+def _sha256(path: Path) -> str:
+    from zoo._hub import sha256_file
+
+    return sha256_file(path)
+
+
+def _match_umask(path: Path) -> None:
+    umask = os.umask(0)
+    os.umask(umask)
+    path.chmod(0o666 & ~umask)
+
+
+def verify_folder(folder: Path, config: dict[str, Any]) -> None:
+    """Check an exported folder's files against the sha256 its config.json records.
+
+    Raises:
+        ChecksumError: One line naming the file that changed.
+    """
+    from zoo._errors import ChecksumError
+
+    recorded = config.get("files")
+    if recorded is None:
+        if str(folder) not in _UNCHECKED:
+            _UNCHECKED.add(str(folder))
+            logger.warning("%s was exported before exports recorded checksums: its files are not verified", folder)
+        return
+    for name, digest in recorded.items():
+        path = folder / name
+        if not path.is_file() or _sha256(path) != digest:
+            state = "is missing" if not path.is_file() else "does not match the sha256 its config.json records"
+            raise ChecksumError(f"{path} {state}: the folder was altered or damaged; export or copy it again")
+
+
+_UNCHECKED: set[str] = set()
 
 
 def weights_digest(module: Any) -> str:
@@ -194,6 +239,8 @@ def load_folder(
     strict: bool = True,
     map_location: str = "cpu",
     module_class: type | None = None,
+    config: dict[str, Any] | None = None,
+    verified: bool = False,
     **overrides: Any,
 ) -> Any:
     """Build the module described by ``folder/config.json`` and load ``folder/model.safetensors`` into it.
@@ -203,14 +250,21 @@ def load_folder(
         strict: Missing or unexpected weight keys are errors.
         map_location: Device the weights are loaded onto; the module is moved there.
         module_class: The class to build (default: ``config.json["class_path"]``).
+        config: The folder's parsed config.json, when the caller already read it.
+        verified: The files were already checked (against the registry's pins); skip the folder's own checksums.
         **overrides: Init arguments that replace those in ``config.json``.
 
     Returns:
         The module, in eval mode.
+
+    Raises:
+        ChecksumError: A file differs from the sha256 its config.json records.
     """
     check_device(map_location)
     folder = Path(folder)
-    config = read_config(folder)
+    config = config if config is not None else read_config(folder)
+    if not verified:
+        verify_folder(folder, config)
     if "class_path" not in config:
         raise ZooError(
             f"{folder / CONFIG_FILE} has no class_path, so it was not written by zoo.save_pretrained or "
@@ -347,18 +401,18 @@ def build_module(
     cls = entry.module_class()
     if not pretrained:
         return instantiate(cls, {**entry.model_args, **overrides}).to(map_location)
-    if HEAD_ARG in overrides and not getattr(cls, "HEAD", None):
-        raise ZooError(
-            f"{entry.name} has no classification head to replace, so {HEAD_ARG}= cannot change; fine-tuning "
-            "with a new head works for the image classifiers (dwp, fedgr)"
-        )
     from zoo._hub import fetch
 
-    folder = fetch(entry.name, revision=revision)
-    class_path = read_config(folder)["class_path"]
-    if class_path.rsplit(".", 1)[-1] != cls.__name__:
-        raise ZooError(f"{entry.name}: config.json builds {class_path}, but the registry names {entry.module}")
-    return load_folder(folder, strict=strict, map_location=map_location, module_class=cls, **overrides)
+    folder = fetch(entry, revision=revision)
+    config = read_config(folder)
+    if config.get("class_path", "").rsplit(".", 1)[-1] != cls.__name__:
+        raise ZooError(
+            f"{entry.name}: config.json builds {config.get('class_path')}, but the registry names {entry.module}"
+        )
+    # the registry's pins verified every file: no need to check the folder's own checksums again
+    return load_folder(
+        folder, strict=strict, map_location=map_location, module_class=cls, config=config, verified=True, **overrides
+    )
 
 
 def _as_folder(name: str | os.PathLike) -> Path | None:

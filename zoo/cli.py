@@ -19,6 +19,7 @@ from pathlib import Path
 
 from zoo._errors import RecipeError, ZooError
 from zoo._run import RunRecord
+from zoo._version import __version__
 from zoo.eval.command import add_arguments as eval_arguments
 from zoo.eval.reproduce import add_arguments as reproduce_arguments
 
@@ -252,6 +253,17 @@ def _backup_mirror(folder: Path, name: str, names: set[str]) -> Path:
     return backup.resolve()
 
 
+def cmd_download(args: argparse.Namespace) -> int:
+    import zoo
+    from zoo._hub import download
+
+    for name in args.names:
+        print(f"{zoo.get_entry(name).name}: {download(zoo.get_entry(name), to=args.to)}")
+    if args.to:
+        print(f"load offline with ZOO_MIRROR={args.to}", file=sys.stderr)
+    return 0
+
+
 def cmd_publish(args: argparse.Namespace) -> int:
     from zoo._hub import publish
 
@@ -280,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Training: zoo {fit,validate,test,predict} -c RECIPE (LightningCLI; see `zoo fit --help`).",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bars (for piped output)")
+    parser.add_argument("--version", action="version", version=f"icml26-zoo {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("list", help="table of registered models")
@@ -310,10 +323,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--force", action="store_true", help="replace published files (the old ones are kept in runs/pin-backups/)"
     )
-    p.add_argument(
-        "--write", action="store_true", help="also write the changed sha256 pins into zoo/<paper>/pins.json"
-    )
+    p.add_argument("--write", action="store_true", help="also write the changed sha256 pins into zoo/<paper>/pins.json")
     p.set_defaults(func=cmd_pin)
+
+    p = sub.add_parser("download", help="fetch published weights into the HF cache, or copy them into a mirror folder")
+    p.add_argument("names", nargs="+", metavar="NAME")
+    p.add_argument(
+        "--to", metavar="DIR", default=None, help="copy the verified files into DIR/NAME (use: ZOO_MIRROR=DIR)"
+    )
+    p.set_defaults(func=cmd_download)
 
     p = sub.add_parser("publish", help="upload hub_cards/NAME to a Hub repo, tag it, print the commit to pin")
     p.add_argument("name")
@@ -371,6 +389,9 @@ def main(argv: list[str] | None = None) -> int:
     except ZooError as error:
         print(f"zoo: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `zoo list | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 # ---------------------------------------------------------------------------------- the `lightning` command

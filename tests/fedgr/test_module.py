@@ -13,7 +13,7 @@ import yaml
 
 import zoo
 from zoo._errors import MissingExtraError, ZooError
-from zoo._eval import paper_arms
+from zoo.eval.engine import evaluation
 from zoo.fedgr.evaluate import PROTOCOL, score_pretrained, sieve_scores
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,7 +23,7 @@ PUBLISHED_SEED = PROTOCOL.published_seed
 
 
 def _entry(arm):
-    return paper_arms("fedgr")[arm]
+    return evaluation("fedgr").entries[arm]
 
 
 def _card(arm):
@@ -69,7 +69,7 @@ def test_pretrained_fedgr_on_a_small_slice_and_its_metadata(hf_offline):
 
 
 def test_the_protocol_lists_every_published_arm():
-    assert set(ARMS) == set(paper_arms("fedgr")) and set(ARMS) <= set(PROTOCOL.arms)
+    assert set(ARMS) == set(evaluation("fedgr").entries) and set(ARMS) <= set(PROTOCOL.arms)
 
 
 @pytest.mark.parametrize("arm", ARMS)

@@ -68,8 +68,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.weights and (overrides or args.retrain) and not args.arms:
         raise ZooError("with --set or --retrain the published pieces do not apply: name the arms to measure (--arms)")
     arms = tuple(args.arms) if args.arms else ((protocol.method_name,) if args.weights else None)
-    request = Request(arms, tuple(args.seeds) if args.seeds else None, overrides, args.retrain, args.weights,
-                      max(1, args.workers), args.fresh)
+    request = Request(
+        arms,
+        tuple(args.seeds) if args.seeds else None,
+        overrides,
+        args.retrain,
+        args.weights,
+        max(1, args.workers),
+        args.fresh,
+    )
     return _measure(ev, request, args)
 
 
@@ -82,7 +89,10 @@ def _from_published(ev: Evaluation, args: argparse.Namespace) -> int:
     card = card_metrics(ev)
     where = ev.entry.mirror_dir
     seconds = time.perf_counter() - started
-    print(f"rebuilt from {len(record['pieces'])} published pieces ({where}/pieces.json) in {seconds:.1f} s", file=sys.stderr)
+    print(
+        f"rebuilt from {len(record['pieces'])} published pieces ({where}/pieces.json) in {seconds:.1f} s",
+        file=sys.stderr,
+    )
     if card is not None:
         diff = differences(card, result)
         verdict = "identical to metrics.json" if not diff else f"differs from metrics.json at {', '.join(diff[:8])}"
@@ -104,18 +114,30 @@ def _measure(ev: Evaluation, request: Request, args: argparse.Namespace) -> int:
     reuse = record is not None and record["settings"] == settings and not request.retrain
     source = _source(request, reuse)
     out = Path(args.json or f"runs/eval/{ev.entry.name}-{time.strftime('%Y%m%d-%H%M%S')}.json")
-    print(f"zoo: measuring {', '.join(request.arms or protocol.arms)} for seeds {seeds}; results go to {out}",
-          file=sys.stderr)
+    print(
+        f"zoo: measuring {', '.join(request.arms or protocol.arms)} for seeds {seeds}; results go to {out}",
+        file=sys.stderr,
+    )
     measured: list[dict[str, Any]] = []
 
     def combined() -> dict[str, Any]:
         keys = {(p["arm"], str(p["seed"])) for p in measured}
         others = []
         if reuse:
-            others = [p for p in record["pieces"] if str(p["seed"]) in map(str, seeds)
-                      and (p["arm"], str(p["seed"])) not in keys]
-        return assemble(protocol, ev.entry.name, [*measured, *others], settings, seeds=seeds,
-                        overrides=request.overrides, source=source)
+            others = [
+                p
+                for p in record["pieces"]
+                if str(p["seed"]) in map(str, seeds) and (p["arm"], str(p["seed"])) not in keys
+            ]
+        return assemble(
+            protocol,
+            ev.entry.name,
+            [*measured, *others],
+            settings,
+            seeds=seeds,
+            overrides=request.overrides,
+            source=source,
+        )
 
     def on_piece(piece: dict[str, Any]) -> None:
         measured.append(piece)
@@ -134,8 +156,11 @@ def _measure(ev: Evaluation, request: Request, args: argparse.Namespace) -> int:
     print(f"zoo: {len(measured)} pieces in {time.perf_counter() - started:.0f} s; wrote {out}", file=sys.stderr)
     if args.card:
         keys = {(p["arm"], str(p["seed"])) for p in measured}
-        others = [p for p in (record["pieces"] if reuse else []) if (p["arm"], str(p["seed"])) not in keys
-                  and str(p["seed"]) in map(str, seeds)]
+        others = [
+            p
+            for p in (record["pieces"] if reuse else [])
+            if (p["arm"], str(p["seed"])) not in keys and str(p["seed"]) in map(str, seeds)
+        ]
         new = pieces_record(ev, [*measured, *others], settings, seeds, source)
         for folder in write_card_files(ev, new):
             print(f"updated {folder}", file=sys.stderr)

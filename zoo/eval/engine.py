@@ -170,7 +170,9 @@ def measure(
 
     todo = []
     for task in plan(protocol, arms, seeds):
-        paths = [cache.path(ev.paper, arm, task.seed, piece_key(ev, arm, task.seed, settings, request)) for arm in task.arms]
+        paths = [
+            cache.path(ev.paper, arm, task.seed, piece_key(ev, arm, task.seed, settings, request)) for arm in task.arms
+        ]
         stored = [None if request.fresh else cache.read(path) for path in paths]
         if all(piece is not None for piece in stored):
             done([{**piece, "cached": True} for piece in stored])
@@ -235,7 +237,9 @@ class _Context:
             }
             if len(task.arms) > 1:
                 piece["shared"] = list(task.arms)
-            cache.write(cache.path(ev.paper, arm, task.seed, piece_key(ev, arm, task.seed, self.settings, self.request)), piece)
+            cache.write(
+                cache.path(ev.paper, arm, task.seed, piece_key(ev, arm, task.seed, self.settings, self.request)), piece
+            )
             pieces.append({**piece, "cached": False})
         return pieces
 
@@ -270,7 +274,10 @@ def _measure_in_workers(context: _Context, tasks: list[Task], workers: int, done
 
     threads = max(1, (os.cpu_count() or 1) // workers)
     pool = ProcessPoolExecutor(
-        max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker, initargs=(threads,)
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(threads,),
     )
     with pool:
         futures = [pool.submit(_worker_measure, context, task) for task in tasks]

@@ -192,3 +192,28 @@ def write_card_files(ev: Evaluation, record: Mapping[str, Any]) -> list[Path]:
     for entry in ev.entries.values():
         write_card(entry.name)
     return written
+
+
+def stale(ev: Evaluation) -> list[str]:
+    """Why an evaluation's cards no longer describe the code and weights (empty when they do).
+
+    A card is stale when its metrics.json is not what its pieces make with today's protocol (the claims code or
+    the arms changed), or when a published entry's weights differ from the ones the card scored.
+    """
+    problems = []
+    card = card_metrics(ev)
+    if card is None:
+        return [f"{ev.entry.name} has no metrics.json"]
+    rebuilt = published_result(ev)
+    diff = differences(card, rebuilt)
+    if diff:
+        problems.append(f"{ev.entry.mirror_dir}/metrics.json differs from its pieces rebuilt at {', '.join(diff[:5])}")
+    scored = card.get("provenance", {}).get("weights_sha256", {})
+    for entry in ev.entries.values():
+        pinned = entry.pretrained_cfg.sha256.get("model.safetensors")
+        if pinned and scored.get(entry.name) != pinned:
+            problems.append(
+                f"{entry.mirror_dir.name}: its card scored weights {str(scored.get(entry.name))[:12]}, but the pinned "
+                f"model.safetensors is {pinned[:12]}: re-measure (zoo eval {ev.entry.name} --verify --card)"
+            )
+    return problems

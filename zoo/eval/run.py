@@ -57,9 +57,7 @@ class Run:
 
     def for_seed(self, seed: int) -> Run:
         """The same evaluation at another seed (sharing the stored fits), e.g. a target measured over seeds."""
-        return Run(
-            self.protocol, self.paper, seed, self.settings, self.entries, self.retrain, self.weights, self.fits
-        )
+        return Run(self.protocol, self.paper, seed, self.settings, self.entries, self.retrain, self.weights, self.fits)
 
     def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
         """``compute()`` once per run and key (data several arms of this seed read, such as a test pool)."""

@@ -34,7 +34,7 @@ import json
 import numpy as np
 import torch
 
-from zoo.eval import Arm, Claim, Protocol, Setting, Tuning, beats
+from zoo.eval import Arm, Claim, Protocol, Setting, Step, Tuning, beats
 
 _SWITCHES = {"sieve": "fedgr_no_sieve", "refine": "fedgr_no_refine", "distill": "fedgr_no_distill"}
 _SWITCHES["regularise"] = "fedgr_no_regulariser"
@@ -62,12 +62,24 @@ TUNING = {
         2,
         _RULE + "distill_weight 1.0 -> 0.393, 0.3 -> 0.395 (chosen); L_reg weight 0.1 (spec); lr 0.05.",
     ),
-    "fedavg": Tuning("validation", {"lr": [0.02, 0.01]}, 2, _RULE + "lr 0.02 -> 0.352 (peak 0.395 at round 55), "
-                     "0.01 -> 0.387 (chosen)."),
-    "fedprox": Tuning("validation", {"lr": [0.02, 0.01]}, 2, _RULE + "lr 0.02 -> 0.363, 0.01 -> 0.390 (chosen); "
-                      "mu = 0.01 from the spec."),
-    "coteaching": Tuning("validation", {"lr": [0.05, 0.02]}, 2, _RULE + "lr 0.05 -> 0.388, 0.02 -> 0.405 (chosen); "
-                         "forget rate = the client's TRUE noise rate (oracle)."),
+    "fedavg": Tuning(
+        "validation",
+        {"lr": [0.02, 0.01]},
+        2,
+        _RULE + "lr 0.02 -> 0.352 (peak 0.395 at round 55), 0.01 -> 0.387 (chosen).",
+    ),
+    "fedprox": Tuning(
+        "validation",
+        {"lr": [0.02, 0.01]},
+        2,
+        _RULE + "lr 0.02 -> 0.363, 0.01 -> 0.390 (chosen); mu = 0.01 from the spec.",
+    ),
+    "coteaching": Tuning(
+        "validation",
+        {"lr": [0.05, 0.02]},
+        2,
+        _RULE + "lr 0.05 -> 0.388, 0.02 -> 0.405 (chosen); forget rate = the client's TRUE noise rate (oracle).",
+    ),
     **{arm.name: _NONE for arm in ABLATIONS},
     "fedgr_clean": Tuning("none", {}, 0, "fedgr's recipe on clean labels"),
     "reference_clean_fedavg": Tuning("none", {}, 0, "fedavg's recipe (lr as tuned) on the true labels"),
@@ -81,8 +93,9 @@ def _federation(run, noise: str):
     from zoo.fedgr.federation import FederationSpec, fashion_mnist_federation
 
     s = run.settings
-    spec = FederationSpec(s["partition"], noise=noise, noise_low=s["noise_low"], noise_high=s["noise_high"],
-                          seed=run.seed)
+    spec = FederationSpec(
+        partition=s["partition"], noise=noise, noise_low=s["noise_low"], noise_high=s["noise_high"], seed=run.seed
+    )
     return run.memo(("federation", noise), lambda: fashion_mnist_federation(spec))
 
 
@@ -150,7 +163,9 @@ def claims(result: dict) -> list[Claim]:
     fedgr = arms["fedgr"]
     margins = {"reference_untrained": 0.3, "reference_prior": 0.3, "fedavg": 0.05, "fedprox": 0.0, "coteaching": 0.0}
     out = [beats(result, "accuracy", "fedgr", other, margin) for other, margin in margins.items()]
-    drops = {f"seed {seed}": s["accuracy_best"] - s["accuracy_final"] for seed, s in result["per_seed"]["fedavg"].items()}
+    drops = {
+        f"seed {seed}": s["accuracy_best"] - s["accuracy_final"] for seed, s in result["per_seed"]["fedavg"].items()
+    }
     text = "the setting makes FedAvg memorise the noise: its final accuracy is >= 0.02 below its best round's"
     out.append(Claim.gate("fedavg_memorises", text, drops, 0.02, arm="fedavg"))
     text = "FedGR's noisy-label detection F1 >= 0.85"
@@ -159,12 +174,22 @@ def claims(result: dict) -> list[Claim]:
     out.append(Claim.at_most("noise_rate_mae", text, fedgr["noise_rate_mae"], 0.1, kind="validity", arm="fedgr"))
     gap = arms["reference_clean_fedavg"]["accuracy"] - arms["fedgr_clean"]["accuracy"]
     text = "without label noise FedGR's accuracy is at most 0.02 below FedAvg's (reference_clean_fedavg)"
-    out.append(Claim.at_most("clean_gap", text, gap, 0.02, versus="reference_clean_fedavg", kind="validity",
-                             arm="fedgr_clean"))
+    out.append(
+        Claim.at_most("clean_gap", text, gap, 0.02, versus="reference_clean_fedavg", kind="validity", arm="fedgr_clean")
+    )
     estimate = arms["fedgr_clean"]["noise_rate_mae"]
     text = "without label noise FedGR's mean estimated client noise rate < 0.05"
-    out.append(Claim("clean_noise_estimate", text, round(estimate, 6), 0.05, bool(estimate < 0.05), kind="validity",
-                     arm="fedgr_clean"))
+    out.append(
+        Claim(
+            "clean_noise_estimate",
+            text,
+            round(estimate, 6),
+            0.05,
+            bool(estimate < 0.05),
+            kind="validity",
+            arm="fedgr_clean",
+        )
+    )
     for ablation in ABLATIONS:
         claim = beats(result, "accuracy", "fedgr", ablation.name, 0.0)
         text = f"removing {ablation.name.removeprefix('fedgr_no_')} costs accuracy: " + claim.text
@@ -208,15 +233,22 @@ PROTOCOL = Protocol(
             choices=("symmetric", "pair", "mixed", "none"),
             recipe_keys=("data.init_args.noise",),
         ),
-        "noise_low": Setting(0.4, "lower end of the per-client noise rate U[low, high]", None,
-                             ("data.init_args.noise_low",), 0),
+        "noise_low": Setting(
+            0.4, "lower end of the per-client noise rate U[low, high]", None, ("data.init_args.noise_low",), 0
+        ),
         "noise_high": Setting(0.7, "upper end of the per-client noise rate", None, ("data.init_args.noise_high",), 0),
-        "partition": Setting("iid", "client partition: iid or dirichlet (per-class Dir(0.3) shares)",
-                             ("iid", "dirichlet"), ("data.init_args.partition",)),
-        "rounds": Setting(80, "communication rounds (FedGR's sniffing 1-10, warm-up 11-15)", None,
-                          ("trainer.max_epochs",), 1),
-        "local_epochs": Setting(5, "local epochs per client round (every arm)", None,
-                                ("model.init_args.local.epochs",), 1),
+        "partition": Setting(
+            "iid",
+            "client partition: iid or dirichlet (per-class Dir(0.3) shares)",
+            ("iid", "dirichlet"),
+            ("data.init_args.partition",),
+        ),
+        "rounds": Setting(
+            80, "communication rounds (FedGR's sniffing 1-10, warm-up 11-15)", None, ("trainer.max_epochs",), 1
+        ),
+        "local_epochs": Setting(
+            5, "local epochs per client round (every arm)", None, ("model.init_args.local.epochs",), 1
+        ),
         "test_limit": Setting(10000, "test images scored (the first N of the 10,000)", minimum=1),
     },
     tuning=TUNING,
@@ -227,5 +259,7 @@ PROTOCOL = Protocol(
     seed_args=("seed_everything", "model.init_args.seed", "data.init_args.seed"),
     fit_args=lambda run: [f"--model.init_args.curve_test_limit={json.dumps(run.settings['test_limit'])}"],
     headline=("accuracy", "noise_f1", "noise_rate_mae"),
+    lower_is_better=("noise_rate_mae",),
     panels=3,
+    steps=(Step("tune", ("python", "-m", "zoo.fedgr.tune"), "the lr and loss-weight grids on the clients' data"),),
 )

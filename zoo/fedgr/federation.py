@@ -45,7 +45,7 @@ class FederationSpec:
         val_size: Held-out training images with their true labels (monitoring only; never used to select).
         client_val_fraction: Fraction of each client's own samples (with their noisy labels) held out of its
             training data as a validation split: what FedGR's loss weights and the baselines' hyperparameters
-            are chosen on (``benchmarks/fedgr_tuning.py``). 0 in the recipes.
+            are chosen on (``python -m zoo.fedgr.tune``). 0 in the recipes.
         seed: Seed of the pool, the partition and the noise.
     """
 

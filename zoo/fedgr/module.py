@@ -31,7 +31,7 @@ Deviations and reconstructed choices (R = the spec leaves it open):
   500 x 10) lr 0.01 left the global model too weak at the end of sniffing for the GMM to separate the losses
   (an exploratory seed-0 run, scored on the held-out training images, never on the test set: detection F1
   0.77 at lr 0.01, 0.88 at lr 0.05). The baselines' learning rates are chosen on the clients' validation
-  split (benchmarks/fedgr_tuning.py).
+  split (python -m zoo.fedgr.tune).
 * (R) L_ema's weight after ``soft_silent_round`` is 0.3 (not in the seen code; chosen on the clients'
   validation split from {1.0, 0.3}); the KL is not multiplied by T².
 * (R) L_reg is on from round 1; L_sr sieves from the first round after sniffing.
@@ -53,7 +53,7 @@ Deviations and reconstructed choices (R = the spec leaves it open):
     trusted every split and called 30-50% of a clean federation's samples noisy.
   - Refining never relabels a sample the sieve calls clean (c_i >= 0.5), also on clients with ε̂_k >= 0.8.
   - The loss weights (L_ema, L_reg) and the baselines' learning rates are chosen on a validation split of the
-    clients' own noisy data (``benchmarks/fedgr_tuning.py``), never on the test set.
+    clients' own noisy data (``python -m zoo.fedgr.tune``), never on the test set.
   - Local epochs 5 (spec: 2): with 2, FedAvg was still improving at round 60 and never memorised the noisy
     labels, so the setting could not show what FedGR is for.
 * Co-teaching baseline: FedAvg of two networks trained by local Co-teaching with the client's true noise
@@ -64,8 +64,8 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 import warnings
+from pathlib import Path
 
 import lightning.pytorch as pl
 import numpy as np

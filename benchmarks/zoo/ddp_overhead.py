@@ -8,7 +8,7 @@ separately as the command's wall time. Under DDP each rank sees half of the batc
 so the same epoch of work is split over two processes; with ``--threads T`` every process gets T torch threads
 (default: the single process gets all cores, each rank 1 core on a 2-core machine). Run under the CPU lock:
 
-    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/ddp_overhead.py --recipe dwp/standard --train-limit 4096
+    python benchmarks/zoo/ddp_overhead.py --recipe dwp/standard --train-limit 4096     (--smoke: 256 images)
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import lightning.pytorch as pl
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class EpochTimer(pl.Callback):
@@ -59,7 +59,7 @@ def time_epoch(recipe: str, devices: int, extra: list[str], threads: int | None,
         "--trainer.limit_val_batches=0", "--trainer.num_sanity_val_steps=0", "--trainer.logger=false",
         "--trainer.enable_checkpointing=false", "--trainer.enable_progress_bar=false",
         f"--trainer.default_root_dir={workdir / f'run-{devices}'}",
-        "--trainer.callbacks+=benchmarks.ddp_overhead.EpochTimer", f"--trainer.callbacks.path={out}", *extra,
+        "--trainer.callbacks+=benchmarks.zoo.ddp_overhead.EpochTimer", f"--trainer.callbacks.path={out}", *extra,
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     if threads:
@@ -78,7 +78,10 @@ def main() -> None:
     parser.add_argument("--train-limit", type=int, default=4096, help="dwp: training images of the epoch")
     parser.add_argument("--threads", type=int, default=None, help="torch threads per process (default: cores/N)")
     parser.add_argument("--set", nargs="*", default=[], help="more --key=value overrides for zoo fit")
+    parser.add_argument("--smoke", action="store_true", help="256 training images: checks that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.train_limit = 256
     extra = list(args.set)
     if args.recipe.startswith("dwp/"):
         extra.append(f"--data.init_args.train_limit={args.train_limit}")

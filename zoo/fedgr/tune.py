@@ -5,12 +5,15 @@ datamodule); each trial trains on the rest from the arm's recipe (seed 0) for ``
 the final global model's accuracy on the pooled held-out noisy labels. Under symmetric noise that accuracy is an
 increasing function of the clean accuracy, ``(1 - ε)·acc + ε·(1 - acc)/9``, so it ranks trials as the test set
 would without touching it. The per-round validation curve also shows whether an arm memorises the noisy labels
-(it peaks, then falls): that curve chose the 80-round setting (issue 31). ``--test-curve`` records the test
+(it peaks, then falls): that curve chose the 80-round setting. ``--test-curve`` records the test
 accuracy per round too, for monitoring only; it never enters the choice. Every arm gets the same number of trials.
 A trial's key holds its grid values and its rounds. Run under the shared CPU lock, one thread per fit (two
 workers on different arms may share one file: each merges its own result into it), e.g.:
 
-    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/fedgr_tuning.py --arms fedgr --rounds 80
+    python -m zoo.fedgr.tune --arms fedgr --rounds 80
+
+The results (every trial, with its curves) are in ``zoo/fedgr/tuning.json``; the evaluation's tuning records
+(``zoo.fedgr.evaluate.TUNING``) state the grids and what won. ``zoo reproduce fedgr`` runs this as its first step.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import json
 import logging
 import time
 from pathlib import Path
+
+TUNING_FILE = Path(__file__).with_name("tuning.json")
 
 # Two trials per arm. The baselines' grids hold the learning rate chosen at 40 rounds and half of it: more rounds
 # can only favour a smaller step (at 40 rounds lr 0.05 lost to 0.02 for FedAvg and FedProx).
@@ -52,13 +57,13 @@ def main() -> None:
     parser.add_argument("--fraction", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--test-curve", action="store_true", help="also record the test accuracy per round")
-    parser.add_argument("--json", default="benchmarks/fedgr_tuning.json", help="results are merged into this file")
+    parser.add_argument("--json", default=str(TUNING_FILE), help="results are merged into this file")
     args = parser.parse_args()
 
     import torch
 
     import zoo
-    from zoo._eval import fit_recipe
+    from zoo.eval.run import fit_recipe
     from zoo.fedgr.evaluate import PROTOCOL
 
     torch.set_num_threads(1)

@@ -3,7 +3,7 @@
 Each command runs ``--repeats`` times, interleaved so that machine load affects both alike; the medians and
 their ratio are printed (the README quotes the ratio; the target is at most 1.2).
 
-    python benchmarks/import_time.py --repeats 7
+    python benchmarks/zoo/import_time.py --repeats 7      (--smoke: one repeat)
 """
 
 from __future__ import annotations
@@ -29,7 +29,10 @@ def wall_time(code: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--smoke", action="store_true", help="one repeat: checks that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.repeats = 1
     for code in COMMANDS.values():  # warm the file cache
         wall_time(code)
     times: dict[str, list[float]] = {name: [] for name in COMMANDS}

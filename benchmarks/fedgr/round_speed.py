@@ -7,7 +7,7 @@ views of a whole client at once and slices mini-batches from tensors. Also repor
 extra forward passes per sample and the EMA updates) and the overhead of running that round through
 Flower's message codec (``LoopbackGrid``) instead of in-process.
 
-Run under the shared CPU lock:  flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/fedgr_round_speed.py
+Run:  python benchmarks/fedgr/round_speed.py   (``--smoke``: 2 clients x 60 images, one repeat, in seconds)
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def zoo_round(clients, run, round_idx: int = 1) -> None:
     from zoo.fedgr.client import make_trainer
     from zoo.fedgr.server import FedAvgServer
 
-    server = FedAvgServer(run, num_clients=len(clients) * 2)
+    server = FedAvgServer(run, num_clients=max(len(clients) * 2, run.clients_per_round))
     for data in clients:
         make_trainer(data, run).fit(server.global_state, server.task(round_idx, data.client_id))
 
@@ -73,17 +73,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    parser.add_argument("--smoke", action="store_true", help="2 clients x 60 images, one repeat: checks it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.repeats = 1
     if args.threads:
         torch.set_num_threads(args.threads)
 
     from zoo.fedgr.config import RunConfig
     from zoo.fedgr.federation import FederationSpec, fashion_mnist_federation
 
-    spec = FederationSpec()
+    spec = FederationSpec(num_clients=2, samples_per_client=60) if args.smoke else FederationSpec()
     federation = fashion_mnist_federation(spec)
-    clients = [federation.client(k) for k in range(5)]  # one round: 5 clients x 600 images x 2 epochs
-    fedavg, fedgr = RunConfig(method="fedavg"), RunConfig(method="fedgr")
+    clients = [federation.client(k) for k in range(spec.num_clients if args.smoke else 5)]  # 5 clients x 600 images
+    per_round = 2 if args.smoke else 5
+    fedavg = RunConfig(method="fedavg", clients_per_round=per_round)
+    fedgr = RunConfig(method="fedgr", clients_per_round=per_round)
     rows = {
         "FedAvg round, DataLoader + torchvision (baseline)": timed(
             lambda: dataloader_fedavg_round(clients, fedavg), args.repeats
@@ -95,8 +100,8 @@ def main() -> None:
     try:
         from zoo.fedgr.flower import run_loopback
 
-        small = FederationSpec(num_clients=5)
-        fedgr_all = RunConfig(method="fedgr")
+        small = FederationSpec(num_clients=2, samples_per_client=60) if args.smoke else FederationSpec(num_clients=5)
+        fedgr_all = fedgr
         rows["FedGR round 1 over Flower LoopbackGrid"] = timed(lambda: run_loopback(fedgr_all, small, 1), args.repeats)
     except ImportError:
         pass
