@@ -194,3 +194,45 @@ def test_a_registered_repo_by_reference_is_checked_against_the_pins(tiny_entry, 
     commit.files["model.safetensors"] = original
     shutil.rmtree(hf_cache)
     assert _same_weights(zoo.load(f"hf-hub:{REPO}"), zoo.load(tiny_entry.name, pretrained=True))
+
+
+# ----------------------------------------------------------------------------------- a new user's small dead ends
+
+
+def test_zoo_list_into_a_closed_pipe_and_zoo_version_end_quietly():
+    import subprocess
+    import sys
+
+    piped = subprocess.run(
+        f"{sys.executable} -m zoo list | head -1", shell=True, capture_output=True, text=True, timeout=120
+    )
+    assert piped.stdout.startswith("name") and "Traceback" not in piped.stderr and "BrokenPipe" not in piped.stderr
+    version = subprocess.run([sys.executable, "-m", "zoo", "--version"], capture_output=True, text=True, timeout=60)
+    assert version.returncode == 0 and version.stdout.strip() == f"icml26-zoo {zoo.__version__}"
+
+
+def test_from_pretrained_of_a_missing_folder_says_so_instead_of_blaming_the_hub(tmp_path, monkeypatch):
+    from zoo.dwp.module import DWPModule
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ZooError, match="typo-folder is neither a folder here .* nor a Hub repo id ORG/NAME"):
+        DWPModule.from_pretrained("typo-folder")
+
+
+def test_floats_holding_0_255_pixels_are_told_to_be_uint8_or_scaled():
+    import numpy as np
+
+    model = zoo.load("dwp.standard")
+    with pytest.raises(ZooError, match="0-255 pixels stored as floats; pass them as uint8"):
+        model.predict(np.full((2, 28, 28), 200.0))
+    with pytest.raises(ZooError, match="pass them unnormalised"):
+        model.predict(np.full((2, 28, 28), -1.5))
+
+
+def test_push_to_hub_without_a_network_names_the_hub(monkeypatch, tmp_path):
+    import huggingface_hub.constants as constants
+
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
+    monkeypatch.setattr(constants, "HF_HUB_ETAG_TIMEOUT", 2)
+    with pytest.raises(HubUnavailableError, match="could not reach the Hub at http://127.0.0.1:9 to push me/my-dwp"):
+        zoo.load("dwp.standard").push_to_hub("me/my-dwp")

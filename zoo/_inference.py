@@ -159,7 +159,9 @@ class PretrainedMixin:
                     ignore_patterns=ignore_patterns,
                     delete_patterns=delete_patterns,
                 )
-            except (OSError, httpx.TransportError) as error:  # no network, no DNS, a refused connection
+            except Exception as error:
+                if not _network_error(error):
+                    raise
                 raise HubUnavailableError(
                     f"could not reach the Hub at {constants.ENDPOINT} to push {repo_id} ({type(error).__name__}: "
                     f"{error}); check the network or HF_ENDPOINT, or save_pretrained(FOLDER) and push later"
@@ -205,6 +207,12 @@ class PretrainedMixin:
                 f"load it with zoo.load({str(pretrained_model_name_or_path)!r})"
             )
         return module
+
+
+def _network_error(error: BaseException) -> bool:
+    """No network, no DNS, a refused connection: an OSError, or an httpx transport error (huggingface_hub's client,
+    whichever httpx build it uses)."""
+    return isinstance(error, OSError) or any(cls.__name__ == "TransportError" for cls in type(error).__mro__)
 
 
 class ImageClassifierMixin(PretrainedMixin):
