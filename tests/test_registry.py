@@ -120,3 +120,38 @@ def test_import_zoo_is_light():
         assert heavy not in after_import, f"`import zoo` imported {heavy}"
         assert heavy not in after_list, f"`zoo.list_models()` imported {heavy} (a paper __init__ is not light)"
     assert not [m for m in after_import if m.split(".")[:2][-1] in PAPER_NAMES], "`import zoo` imported a paper"
+
+
+def test_register_paper_takes_a_table_and_reads_its_pins_from_pins_json(tmp_path, monkeypatch):
+    import json
+
+    import zoo._pins
+    from zoo._registry import Entry, register_paper
+
+    pins = tmp_path / "pins.json"
+    pins.write_text(json.dumps({"scratchw.pinned": {"config.json": "a" * 64, "model.safetensors": "b" * 64}}))
+    monkeypatch.setattr(zoo._pins, "pins_path", lambda paper: pins)
+    table = {
+        "pinned": Entry(arm="m", default=True, description="with weights"),
+        "bare": Entry(arm="ref", notes="A rule: it has no learned weights.", model_args={"hidden": 3}),
+    }
+    try:
+        entries = register_paper("scratchw", PAPER, table, module="tests.tiny.module:TinyClassifier", task="other")
+        pinned, bare = (zoo.get_entry(e.name) for e in entries)
+        assert pinned.pretrained_cfg.has_weights and not bare.pretrained_cfg.has_weights
+        assert pinned.default and pinned.eval_arm == "m" and bare.model_args == {"hidden": 3}
+        assert pinned.pretrained_cfg.hf_hub_id == "icml26-zoo/scratchw-pinned" and pinned.pretrained_cfg.task == "other"
+        assert zoo.get_entry("scratchw").name == "scratchw.pinned"
+    finally:
+        for name in ("scratchw.pinned", "scratchw.bare"):
+            unregister_model(name)
+    with pytest.raises(ZooError, match="Entry does not take colour"):
+        Entry(colour="red")
+    pins.write_text(json.dumps({"scratchw.gone": {"config.json": "a" * 64}}))
+    with pytest.raises(ZooError, match="pins scratchw.gone, which scratchw's ENTRIES lack"):
+        register_paper("scratchw", PAPER, table, module="tests.tiny.module:TinyClassifier")
+
+
+def test_zoo_info_says_which_commit_the_card_was_measured_at():
+    info = zoo.model_info("fedgr")
+    assert info["card_provenance"]["commits"] and len(info["card_provenance"]["commits"][0]) == 40

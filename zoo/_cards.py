@@ -60,7 +60,7 @@ def usage_snippet(entry: ModelEntry) -> str | None:
     return usage.snippet(entry.name)
 
 
-ZOO_BIBTEX = """@software{icml26_zoo,
+SOFTWARE_BIBTEX = """@software{icml26_zoo,
   title = {icml26-zoo: ICML 2026 papers as tested PyTorch Lightning modules},
   author = {{icml26-zoo contributors}},
   year = {2026},
@@ -397,7 +397,7 @@ piece (arm, seed) is in `pieces.json`.
 ```bibtex
 {paper.bibtex(entry.paper + "2026")}
 
-{ZOO_BIBTEX}
+{SOFTWARE_BIBTEX}
 ```
 """
     return ModelCard(f"---\n{data.to_yaml()}\n---\n{body}")

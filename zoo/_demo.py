@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import time
 
-import zoo
-from zoo._registry import resolve_name
+from zoo._registry import get_entry, list_models, resolve_name
 
 
 def demo(name: str | None = None, table=None) -> int:
@@ -20,18 +19,18 @@ def demo(name: str | None = None, table=None) -> int:
 
     if table is not None:
         table()
-    names = zoo.list_models(pretrained=True)
+    names = list_models(pretrained=True)
     if not names:
         print("\nNo paper has landed with pretrained weights yet: the registry above is the demo.")
         return 0
     if name:
         name = resolve_name(name)
     else:
-        name = resolve_name("fedgr") if "fedgr" in {zoo.get_entry(n).paper for n in names} else names[0]
+        name = resolve_name("fedgr") if "fedgr" in {get_entry(n).paper for n in names} else names[0]
     print(f"\nzoo.load({name!r}, pretrained=True), then scored offline:")
     started = time.perf_counter()
     scores = score_pretrained(name)
-    entry = zoo.get_entry(name)
+    entry = get_entry(name)
     card = entry.metrics
     has_card = (entry.mirror_dir / "metrics.json").is_file()
     seeds = load_metrics(entry.mirror_dir).get("seeds", []) if has_card else []

@@ -465,7 +465,16 @@ def model_info(name: str) -> dict[str, Any]:
     info["pretrained"] = entry.pretrained_cfg.has_weights
     info["pretrained_cfg"]["metrics"] = entry.metrics
     info["mirror"] = str(entry.mirror_dir) if entry.mirror_dir.is_dir() else None
+    info["card_provenance"] = _card_provenance(str(entry.mirror_dir / "metrics.json"))
     return info
+
+
+def _card_provenance(path: str) -> dict[str, Any] | None:
+    """Which commits, code and weights the card's metrics.json was measured with (None without a card)."""
+    if not os.path.isfile(path):
+        return None
+    with open(path) as handle:
+        return json.load(handle).get("provenance")
 
 
 def _jsonable(value: Any) -> Any:

@@ -23,7 +23,7 @@ from typing import Any
 
 from zoo._paths import eval_cache
 
-ZOO_ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 #: Folders of zoo/ that every paper's code may use (the other top-level folders are papers).
 CORE_FOLDERS = ("eval", "common", "quant")
 CODE_SUFFIXES = (".py", ".json", ".txt", ".yaml", ".yml")
@@ -43,9 +43,9 @@ def code_digest(paper: str) -> str:
     """
     from zoo._recipes import recipes_root
 
-    files = sorted(ZOO_ROOT.glob("*.py"))
+    files = sorted(PACKAGE_ROOT.glob("*.py"))
     for folder in (*CORE_FOLDERS, paper):
-        files += sorted(p for p in (ZOO_ROOT / folder).rglob("*") if p.suffix in CODE_SUFFIXES)
+        files += sorted(p for p in (PACKAGE_ROOT / folder).rglob("*") if p.suffix in CODE_SUFFIXES)
     files += sorted((recipes_root() / paper).rglob("*.yaml"))
     hasher = hashlib.sha256()
     for path in files:
