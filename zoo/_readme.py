@@ -1,7 +1,8 @@
 """README.md's models table, generated from the cards' metrics.json (``python tools/readme_table.py``).
 
 One row per paper: its entries, seeds, the headline metric of the method against the strongest other arm (the
-best baseline or reference in the metric's own direction; ablations are parts of the method, not competitors),
+best baseline or reference in the metric's own direction; ablations are parts of the method and ceilings see what
+no competitor may, so neither is the comparison),
 and the claims by kind: paper claims held, headroom gates, validity checks.
 """
 
@@ -18,12 +19,12 @@ README_END = "<!-- models-table:end -->"
 
 
 def strongest_other(result: dict[str, Any], metric: str) -> tuple[str, float] | None:
-    """The best non-method arm on ``metric`` (a baseline or reference; ablations excluded), or None."""
+    """The best non-method arm on ``metric`` (a baseline or reference; ablations and ceilings excluded), or None."""
     settings, arms = result["settings"], result["arms"]
     lower = metric in settings.get("lower_is_better", [])
-    candidates = [
-        a for a in [*settings.get("baselines", []), *settings.get("references", [])] if metric in arms.get(a, {})
-    ]
+    others = [*settings.get("baselines", []), *settings.get("references", [])]
+    ceilings = settings.get("ceilings", [])
+    candidates = [arm for arm in others if arm not in ceilings and metric in arms.get(arm, {})]
     if not candidates:
         return None
     best = (min if lower else max)(candidates, key=lambda a: arms[a][metric])

@@ -225,12 +225,12 @@ class _Context:
         stamp = datetime.datetime.now().isoformat(timespec="seconds")
         pieces = []
         cache = PieceCache(self.cache_root)
-        for i, arm in enumerate(task.arms):
+        for arm in task.arms:
             piece = {
                 "arm": arm,
                 "seed": task.seed,
                 "scores": {key: rounded(value) for key, value in scores[arm].items()},
-                "extras": run.extras if i == 0 else {},
+                "extras": run.extras,  # a shared pass's extras go with each of its arms (merging them is idempotent)
                 "seconds": seconds,
                 "code": code_digest(ev.paper),
                 "measured": stamp,

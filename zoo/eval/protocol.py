@@ -206,6 +206,10 @@ class Protocol:
         lower_is_better: Metrics where a lower value is better (errors, latencies, regret); cards and the README
             compare arms on them in that direction.
         panels: Number of axes ``plot`` draws on.
+        method_variants: Arms that are the method itself under another setting (GEMQ at another bit budget), so
+            claims about them are claims of the paper; an ablation of a component is not one.
+        ceilings: Arms that see what no competitor may (an oracle's gradients, the clean labels, all the data):
+            upper bounds, shown beside the method but never its headline competitor.
         steps: Steps of ``zoo reproduce`` before the fits (building data, say), and ``tune`` when the paper has
             a tuning command; the harness adds fit, pin, eval and card steps.
     """
@@ -228,6 +232,8 @@ class Protocol:
     headline: tuple[str, ...] = ()
     lower_is_better: tuple[str, ...] = ()
     panels: int = 1
+    method_variants: tuple[str, ...] = ()
+    ceilings: tuple[str, ...] = ()
     steps: tuple[Step, ...] = ()
 
     def __post_init__(self) -> None:

@@ -72,10 +72,11 @@ def last_seconds(ev: Evaluation, step: Step, state: dict[str, Any]) -> tuple[flo
     """How long a step took last, and where that number comes from."""
     if step.name in state:
         return state[step.name]["seconds"], "this checkout's last run"
-    if step.name.startswith("fit:"):
+    entries = {entry.name: entry for entry in ev.entries.values()}
+    if step.name.startswith("fit:") and step.name[4:] in entries:
         from zoo._serialization import read_config
 
-        folder = ev.entries[_arm_of(ev, step.name[4:])].mirror_dir
+        folder = entries[step.name[4:]].mirror_dir
         try:
             seconds = read_config(folder).get("metadata", {}).get("training", {}).get("wall_time_s")
         except ZooError:
@@ -86,10 +87,6 @@ def last_seconds(ev: Evaluation, step: Step, state: dict[str, Any]) -> tuple[flo
         if path.is_file():
             return json.loads(path.read_text()).get("timings", {}).get("total_s"), "the card's measured pieces"
     return None, ""
-
-
-def _arm_of(ev: Evaluation, name: str) -> str:
-    return next(arm for arm, entry in ev.entries.items() if entry.name == name)
 
 
 def _state_path(ev: Evaluation) -> Path:

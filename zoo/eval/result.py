@@ -63,6 +63,10 @@ def settings_record(protocol: Protocol, settings: Mapping[str, Any], overrides: 
     default = Tuning(note="the recipe's values")
     record["tuning"] = {arm: asdict(protocol.tuning.get(arm, default)) for arm in protocol.arms}
     record["lower_is_better"] = list(protocol.lower_is_better)
+    if protocol.method_variants:
+        record["method_variants"] = list(protocol.method_variants)
+    if protocol.ceilings:
+        record["ceilings"] = list(protocol.ceilings)
     record["overrides"] = dict(overrides)
     record["source"] = source
     return record
@@ -180,12 +184,13 @@ def _check_claims(result: Mapping[str, Any]) -> None:
     if not isinstance(claims, list) or not claims:
         raise ZooError("the evaluation has no claims: `claims(result)` must return the paper's checked statements")
     method = settings["method"]
+    methods = {method, *settings.get("method_variants", [])}
     for claim in claims:
         if set(claim) != CLAIM_KEYS:
             raise ZooError(f"claim {claim.get('id')!r} must have {', '.join(sorted(CLAIM_KEYS))}")
         if claim["kind"] not in KINDS:
             raise ZooError(f"claim {claim['id']!r}: kind {claim['kind']!r} is not one of {', '.join(KINDS)}")
-        if claim["kind"] == "paper" and method not in (claim["arm"], claim["versus"]):
+        if claim["kind"] == "paper" and not methods & {claim["arm"], claim["versus"]}:
             raise ZooError(
                 f"claim {claim['id']!r} is of kind paper but does not involve the method {method!r} (arm "
                 f"{claim['arm']!r}, versus {claim['versus']!r}): give arm= or make it a headroom or validity check"
