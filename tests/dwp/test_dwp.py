@@ -164,15 +164,22 @@ def test_bad_arguments_say_what_to_do(kwargs, message):
 
 
 def _eval_run(**overrides):
-    from zoo._eval import Run, paper_arms
     from zoo.dwp.evaluate import PROTOCOL
+    from zoo.eval import Run
+    from zoo.eval.engine import evaluation
 
-    return Run(paper_arms("dwp"), PROTOCOL, 0, PROTOCOL.resolve(overrides))
+    return Run(PROTOCOL, "dwp", 0, PROTOCOL.resolve(overrides), evaluation("dwp").entries)
+
+
+def measure(arm, run):
+    from zoo.dwp.evaluate import PROTOCOL
+    from zoo.eval.engine import measure_task
+
+    return measure_task(PROTOCOL, run, (arm,))[arm]
 
 
 def test_set_mismatch_and_sigmas_change_what_is_measured(monkeypatch):
     from zoo.dwp import evaluate
-    from zoo.dwp.evaluate import measure
 
     # one programming, two times: the chip simulation of the wide backbone is the slow part of this test
     monkeypatch.setattr(evaluate, "PROGRAMMINGS", 1)
@@ -189,8 +196,7 @@ def test_set_mismatch_and_sigmas_change_what_is_measured(monkeypatch):
 
 def test_bad_settings_are_one_line_errors():
     from zoo._errors import ZooError
-    from zoo._eval import run_eval
-    from zoo.dwp.evaluate import measure
+    from zoo.dwp.evaluate import PROTOCOL
 
     for pairs, message in (
         (["colour=red"], "unknown setting 'colour'; valid keys: mismatch, sigmas, draws, eval_images"),
@@ -200,7 +206,7 @@ def test_bad_settings_are_one_line_errors():
         (["sigmas=0.2,-0.1"], "must be at least 0"),
     ):
         with pytest.raises(ZooError, match=re.escape(message)) as error:
-            run_eval("dwp", seeds=[0], overrides=pairs)
+            PROTOCOL.parse_overrides(pairs)  # what `zoo eval dwp --set ...` does first
         assert "\n" not in str(error.value)
     with pytest.raises(ZooError, match="the test split has 10000 images"):
         measure("reference_untrained", _eval_run(eval_images=20000))
@@ -208,7 +214,7 @@ def test_bad_settings_are_one_line_errors():
 
 def _result(accs: dict[str, tuple[float, ...]], sigmas=(0.1, 0.2, 0.3, 0.5, 0.7), seeds=3, drift=0.01, year=None):
     """A three-seed eval result with the given additive-sweep accuracies (levels 0, *sigmas) per arm."""
-    from zoo._eval import summarise
+    from zoo.eval.result import summarise
 
     per_seed = {}
     for arm, values in accs.items():
@@ -273,7 +279,7 @@ def test_tuned_values_are_the_recipes_and_the_k4_arm():
 
     import yaml
 
-    from zoo.dwp.evaluate import ARMS, TUNING_FILE
+    from zoo.dwp.evaluate import PROTOCOL, TUNING_FILE, k4_overrides
 
     state = json.loads(TUNING_FILE.read_text())
     chosen = state["selection"]["chosen"]
@@ -284,10 +290,17 @@ def test_tuned_values_are_the_recipes_and_the_k4_arm():
         with open(f"recipes/dwp/{recipe}.yaml") as handle:
             args = yaml.safe_load(handle)["model"]["init_args"]
         assert {key: args[key] for key in chosen[arm]} == chosen[arm], recipe
-    overrides = dict(arg[2:].split("=") for arg in ARMS["noise_injection_k4"][1])
-    for key, value in chosen["noise_injection_k4"].items():
-        assert float(overrides[f"model.init_args.{key}"]) == float(value), key
-    assert ARMS["dwp_no_diversity"] == ("dwp", ("--model.init_args.lam=0.0",))
+    k4 = PROTOCOL.arm("noise_injection_k4")
+    assert k4.base == "noise_injection" and k4.fit_overrides(None) == k4_overrides()
+    # the values the card's noise_injection_k4 was trained with
+    assert dict(arg[2:].split("=") for arg in k4_overrides()) == {
+        "model.init_args.k": "4",
+        "model.init_args.sigma_train": "0.1",
+        "model.init_args.curriculum": "0.0",
+        "model.init_args.lr": "0.01",
+    }
+    ablation = PROTOCOL.arm("dwp_no_diversity")
+    assert (ablation.base, tuple(ablation.overrides)) == ("dwp", ("--model.init_args.lam=0.0",))
 
 
 def test_matched_precision_energy_constants():
@@ -318,3 +331,23 @@ def test_noise_injection_k4_is_dwp_without_diversity():
         torch.manual_seed(1)
         losses.append(module.training_step((x, y), 0))
     assert torch.equal(losses[0], losses[1])
+
+
+def test_the_figure_draws_every_validation_trial_of_tuning_json():
+    """The trade-off panel reads the trials from zoo/dwp/tuning.json (no copy of them travels in the extras)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from zoo.dwp.evaluate import TUNED, plot
+    from zoo.eval.engine import evaluation
+    from zoo.eval.published import published_result
+
+    fig, axes = plt.subplots(1, 5)
+    try:
+        plot(published_result(evaluation("dwp")), list(axes))
+        drawn = sum(len(points.get_offsets()) for points in axes[3].collections)
+    finally:
+        plt.close(fig)
+    assert drawn == len(TUNED["trials"]) == 4 * 9

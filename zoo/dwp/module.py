@@ -1,6 +1,50 @@
 """DWPModule: standard training, plain noise injection or DWP over any backbone, as one LightningModule.
 
-See :mod:`zoo.dwp` for the paper, the reconstruction choices and the deviations.
+Paper: "Diversity-aware Weight Perturbation Promotes Robust Adaptation" (ICML 2026,
+https://icml.cc/virtual/2026/poster/66242). It has no arXiv id and no public code. The training rule is a
+reconstruction from the abstract ("affinity-based selection", "sample-level prediction disagreement under diverse
+noise realizations", "adaptive sample weighting"), implemented in :mod:`zoo.dwp.dwp`:
+
+1. K weight-noise realisations per batch, additive max-scaled ``w + sigma * max|W_l| * eps`` (or
+   multiplicative) on every Linear/Conv2d weight (biases and GroupNorm are digital and clean), run through
+   ``torch.func.functional_call`` (one ``vmap`` or a loop) so gradients reach the clean weights.
+2. Affinity ``a_i = mean_k 1[argmax p_ik = y_i]``; disagreement ``d_i = (1 - a_i) + mean_k KL(p_ik || p_bar_i)``.
+3. Sample weights ``alpha_i = (1 - lam) + lam * B * softmax_i(d_i / T)`` (detached, mean 1).
+4. Loss ``mean_k mean_i alpha_i CE(p_ik, y_i)``; Adam, weight decay 0; optional linear sigma curriculum.
+
+Reconstruction choices and deviations:
+
+* Tuned on the validation split, never the test split (``python -m zoo.dwp.tune``; every trial and the choice in
+  ``zoo/dwp/tuning.json``; ``zoo eval dwp`` reports the grids in ``settings.tuning``): 9 trials each for DWP
+  (sigma_train, lam, K, T, curriculum), plain noise injection and compute-matched noise injection with K = 4
+  (sigma_train, curriculum) and standard training (lr, weight decay): an 8-trial grid, then one more trial per
+  arm, its first choice at a larger learning rate (standard's best clean run had the largest rate). Each trial
+  trains 1 epoch on 12k training images and is scored on the 2k held-out validation images. Rule: standard takes
+  its best clean configuration; the severe level is the first sigma at which it lost 30 validation points (0.2
+  additive); a noise arm takes, among its configurations within 2 clean points of standard, the most accurate at
+  the severe level, else the best mean of clean and severe (at this small budget only one noise run came within 2
+  points of standard's 0.809, noise_injection_k4 at lr 0.01 with 0.790; the fallback chose DWP and plain noise
+  injection). All chose sigma_train = 0.1 and lr 0.01 (DWP: K = 4, lam = 0.5, T = 0.5, curriculum 0.3; noise
+  injection: no curriculum); standard lr 0.01.
+* ``noise_injection_k4`` (K draws per step, uniform weights, its own tuned sigma_train/curriculum) and
+  ``dwp_no_diversity`` (DWP's configuration with lam = 0) make the comparison compute-matched: DWP with lam = 0
+  *is* noise injection with K draws, so any lead of DWP over them is the diversity weighting's.
+* Backbone: timm's ResNet (BasicBlock, one block per stage, deep stem with stride 2 and no max-pool for 28x28
+  grey images) widened to 16-32-64-128 with stem 16 (318k parameters; the first release had 8-16-16-32, 27k)
+  so the network has room to absorb the perturbation; GroupNorm instead of BatchNorm (normalisation is
+  digital on a CIM chip). Scale set by the shared 2-core CPU budget: 2 epochs over a fixed 30k-image subset
+  of the training images (2k more held out for validation), batch 128, Adam with a cosine schedule.
+* Addition: the noise arms clip weights to 2 standard deviations per layer after every step (aihwkit-style
+  ``WeightClip("sigma", 2.0)`` through ``zoo.quant.cim.callbacks.CIMWeightClipping``); with max-scaled noise
+  this shrinks max|W| and so the noise; it is not part of the paper. Standard training uses neither.
+* The K realisations run as a loop (``vectorize=False``): ``torch.func.vmap`` over this GroupNorm ResNet is
+  slower on 2 CPU cores (``benchmarks/dwp/step.py``, batch 128, K = 4: 455 ms per step against the loop's 382 ms;
+  standard training 97 ms, plain noise injection 189 ms).
+* Drift/inference: our own ``zoo.quant.cim`` simulator following aihwkit's PCMLikeNoiseModel and
+  GlobalDriftCompensation (no aihwkit at run time); at t = 0 it applies programming noise only.
+* Energy at matched precision (``zoo.dwp.energy``): 8-bit CIM against an 8-bit digital accelerator, fp32 as an
+  extra row; digital per-op energies from Horowitz (ISSCC 2014), the CIM ADC/DAC/cell energies are stated
+  assumptions, with the break-even ADC energy reported. Not the authors' chip measurements.
 """
 
 from __future__ import annotations

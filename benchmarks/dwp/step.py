@@ -1,9 +1,10 @@
 """Cost of one DWP training step against standard training and plain noise injection, on the published backbone.
 
 Prints ms per optimizer step (median of ``--repeats``) and the ratio to a standard step measured in the same
-process, for the K realisations run as a loop and as one ``torch.func.vmap``. Run under the shared CPU lock::
+process, for the K realisations run as a loop and as one ``torch.func.vmap`` (the loop won: ``vectorize: false`` in
+the recipes). ``--smoke`` runs the smallest arguments. Run under the shared CPU lock::
 
-    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/dwp_step.py
+    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/dwp/step.py
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--smoke", action="store_true", help="batch 8, 1 repeat: checks that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.batch, args.repeats = 8, 1
     warnings.filterwarnings("ignore")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {args.batch}, K = {args.k}")
     base = step_ms("standard", 1, False, args.batch, args.repeats)

@@ -2,9 +2,9 @@
 
 Prints ms per 1,000 Fashion-MNIST-sized images (median of ``--repeats``) for the digital forward, the programmed
 chip with ideal periphery, and the chip with 8-bit DAC/ADC on 256x256 tiles, with ratios to the digital forward
-measured in the same process. Run under the shared CPU lock::
+measured in the same process. ``--smoke`` runs the smallest arguments. Run under the shared CPU lock::
 
-    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/dwp_cim_inference.py
+    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/dwp/cim_inference.py
 """
 
 from __future__ import annotations
@@ -34,7 +34,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true", help="batch 8, 1 repeat: checks that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.batch, args.repeats = 8, 1
     torch.manual_seed(0)
     module = DWPModule().eval()
     x = torch.randn(args.batch, 1, 28, 28)

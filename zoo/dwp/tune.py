@@ -6,7 +6,7 @@ recipe's 2,000 held-out validation images (never the test split): clean accuracy
 max-scaled mismatch (2 draws per level). Trials are appended to ``zoo/dwp/tuning.json`` as they finish, so the
 script resumes after ``--time-limit`` (run it in locked pieces)::
 
-    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/dwp_tune.py --time-limit 540
+    flock /tmp/zoo-cpu.lock python -m zoo.dwp.tune --time-limit 540
 
 After the 8-trial first round, every arm gets one second-round trial: its first-round choice at a larger
 learning rate (``second_round``). Selection (``select``, over all 9 trials): standard training takes its most
@@ -26,7 +26,7 @@ import statistics
 import time
 from pathlib import Path
 
-TUNING_FILE = Path(__file__).resolve().parents[1] / "zoo" / "dwp" / "tuning.json"
+TUNING_FILE = Path(__file__).with_name("tuning.json")
 LEVELS = (0.1, 0.2, 0.3, 0.5)
 DRAWS = 2
 SEED = 100
@@ -89,8 +89,8 @@ def load() -> dict:
 
 
 def run_trial(arm: str, recipe: str, config: dict, train_limit: int, epochs: int) -> dict:
-    from zoo._eval import fit_recipe
     from zoo.dwp.dwp import perturbed_accuracy
+    from zoo.eval.run import fit_recipe
 
     overrides = [f"--model.init_args.{key}={value}" for key, value in config.items()]
     overrides += [f"--data.init_args.train_limit={train_limit}", f"--trainer.max_epochs={epochs}"]
