@@ -1,7 +1,6 @@
 """``zoo eval visual_persuasion``: optimised vs original head-to-head, revealed preferences, equal judge budgets.
 
-Per seed: the judges (the published heads for seed 0, heads refit from the recipe with the seed's training
-edits otherwise), then every arm on the 32 test items. Metrics per arm:
+Per seed, every arm runs on the 32 test items against that seed's judges. Metrics per arm:
 
 * ``p_beats_original``: P(optimised chosen over original), 100 stochastic trials per order per item under each
   of the 3 optimisation judges; ``p_ci_low`` the 2.5% point of a bootstrap clustered by item;
@@ -11,88 +10,38 @@ edits otherwise), then every arm on the 32 test items. Metrics per arm:
   split-half reliability, ``tuning.json["sensitivity"]``); 0 for ``original``, which logs no call;
 * ``judge_calls`` (requested per item), ``judge_calls_unique`` (after the cache), ``ssim_mean``.
 
-Random search gets CVPO's judge calls item by item (same seed). Tuned constants: ``tuning.json``
-(``python -m zoo.visual_persuasion.tune``, 16 validation items, validation heads, 4 trials per arm).
+Random search gets CVPO's judge calls item by item (same seed), so the two run in one pass. Tuned constants:
+``tuning.json`` (:mod:`zoo.visual_persuasion.tune`).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, replace
-from pathlib import Path
 
 import numpy as np
 
-from zoo._eval import Claim, Protocol, Setting, Tuning, beats
-from zoo.visual_persuasion.pipeline import (
-    HELD_OUT_HEAD,
-    OPTIMISATION_HEADS,
-    ArmSettings,
-    clustered_ci_low,
-    head_to_head,
-)
+from zoo.eval import Arm, Claim, Protocol, Setting, Shared, Step, Tuning, beats
+from zoo.visual_persuasion.pipeline import HELD_OUT_HEAD, OPTIMISATION_HEADS, clustered_ci_low, head_to_head
+from zoo.visual_persuasion.tune import GRIDS, TUNING_FILE, tuned_settings
 
-TUNING_FILE = Path(__file__).with_name("tuning.json")
-VALIDATION_SEED = 100
-GRIDS = {  # 4 configurations per tuned arm (equal trials)
-    "cvpo": {"cvpo_step": [0.15, 0.1, 0.2, 0.1], "cvpo_noise": [0.15, 0.05, 0.05, 0.05],
-             "cvpo_candidates": [3, 3, 3, 4]},
-    "vfd": {"vfd_step": [0.15, 0.1, 0.2, 0.1], "vfd_noise": [0.15, 0.05, 0.05, 0.05], "vfd_candidates": [3, 3, 3, 4]},
-    "random_search": {"random_range": [0.15, 0.25, 0.35, 0.5]},
-    "oracle_gradient": {"oracle_learning_rate": [0.03, 0.06, 0.1, 0.15]},
-}  # fmt: skip
-CVPO_ARMS = ("cvpo", "cvpo_no_consistency", "cvpo_random_proposer")
-
-
-def tuned_settings() -> ArmSettings:
-    """The arms' constants: the validation winners of ``tuning.json`` (the spec's defaults without it)."""
-    if not TUNING_FILE.is_file():
-        return ArmSettings()
-    chosen = json.loads(TUNING_FILE.read_text()).get("chosen", {})
-    return replace(ArmSettings(), **{k: v for values in chosen.values() for k, v in values.items()})
+RECORD = json.loads(TUNING_FILE.read_text()) if TUNING_FILE.is_file() else {}
+# the way of measuring the true sensitivities chosen on the validation items (``tune.py --probe``)
+SENSITIVITY = RECORD.get("sensitivity", {}).get("chosen", "sweep_small")
 
 
 def _tuning() -> dict[str, Tuning]:
-    record = json.loads(TUNING_FILE.read_text()) if TUNING_FILE.is_file() else {}
-    note = record.get("criterion", "not tuned yet: the spec's defaults")
-    out = {}
-    for arm, grid in GRIDS.items():
-        winner = record.get("chosen", {}).get(arm)
-        trials = len(next(iter(grid.values())))
-        out[arm] = Tuning("validation", grid, trials, f"{note}; chosen: {winner}")
-    for arm in ("cvpo_no_consistency", "cvpo_random_proposer"):
-        out[arm] = Tuning("none", {}, 0, "CVPO's tuned constants with one component removed")
-    out["original"] = Tuning("none", {}, 0, "no edit")
-    return out
+    note, chosen = RECORD.get("criterion", "not tuned yet: the spec's defaults"), RECORD.get("chosen", {})
+    out = {arm: Tuning("validation", grid, len(next(iter(grid.values()))), f"{note}; chosen: {chosen.get(arm)}")
+           for arm, grid in GRIDS.items()}  # fmt: skip
+    ablation, original = Tuning(note="CVPO's tuned constants with one component removed"), Tuning(note="no edit")
+    return {**out, "cvpo_no_consistency": ablation, "cvpo_random_proposer": ablation, "original": original}
 
 
-PROTOCOL = Protocol(
-    method="cvpo",
-    baselines=("random_search", "vfd", "oracle_gradient"),
-    ablations=("cvpo_no_consistency", "cvpo_random_proposer"),
-    references=("original",),
-    settings={
-        "trials": Setting(100, "stochastic head-to-head trials per order per item and judge", minimum=1),
-        "bootstrap": Setting(2000, "bootstrap resamples of the item-clustered interval", minimum=100),
-        "items": Setting(32, "test items (of 32)", minimum=2, recipe_keys=("data.init_args.num_items",
-                                                                             "model.init_args.num_items")),
-    },
-    tuning=_tuning(),
-    seed_args=("seed_everything", "model.init_args.seed", "data.init_args.seed"),
-    headline=("p_beats_original", "p_beats_original_heldout"),
-    panels=2,
-)  # fmt: skip
-
-
-def _module(run):
-    """This seed's judges: the published heads for seed 0, else the recipe refit with this seed (heads only)."""
-    if "module" not in run.cache:
-        if run.uses_published("cvpo"):
-            module = run.load("cvpo")
-        else:
-            module = run.load("cvpo", overrides=["--model.init_args.optimise=false"])
-        run.cache["module"] = module
-    return run.cache["module"]
+def _judges(run):
+    """This seed's judges: the published heads (or ``--weights``), else the recipe's heads refit with this seed."""
+    if run.uses_published("cvpo"):
+        return run.memo("judges", lambda: run.load("cvpo"))
+    return run.fit(run.entry("cvpo").pretrained_cfg.recipe, ["--model.init_args.optimise=false"])
 
 
 def _items(run) -> np.ndarray:
@@ -101,34 +50,13 @@ def _items(run) -> np.ndarray:
     return base_items("test")[: run.settings["items"]]
 
 
-def sensitivity_method() -> str:
-    """The way of measuring the true sensitivities chosen on the validation items (``tune.py --probe``)."""
-    record = json.loads(TUNING_FILE.read_text()) if TUNING_FILE.is_file() else {}
-    return record.get("sensitivity", {}).get("chosen", "sweep_small")
-
-
 def _sensitivities(run, module, items) -> np.ndarray:
-    if "sensitivities" not in run.cache:
-        from zoo.visual_persuasion.preferences import SENSITIVITY_METHODS, true_sensitivities
+    from zoo.visual_persuasion.preferences import SENSITIVITY_METHODS, true_sensitivities
 
-        judge = module.judge(run.seed)
-        mean, std = module.attribute_stats
-        run.cache["sensitivities"] = true_sensitivities(
-            lambda images: judge.utilities(images).mean(axis=1), module.editor(), items, mean, std,
-            seed=run.seed, **SENSITIVITY_METHODS[sensitivity_method()],
-        )  # fmt: skip
-    return run.cache["sensitivities"]
-
-
-def _run_arm(arm: str, run, module, items):
-    settings = tuned_settings()
-    budgets = None
-    if arm == "random_search":
-        budgets = [o.calls for o in _run_arm("cvpo", run, module, items)[0]]
-    key = f"outcomes_{arm}"
-    if key not in run.cache:
-        run.cache[key] = module.optimise(arm, items, seed=run.seed, budgets=budgets, settings=settings)
-    return run.cache[key]
+    judge = module.judge(run.seed)
+    mean, std = module.attribute_stats
+    return true_sensitivities(lambda images: judge.utilities(images).mean(axis=1), module.editor(), items, mean, std,
+                              seed=run.seed, **SENSITIVITY_METHODS[SENSITIVITY])  # fmt: skip
 
 
 def per_item_p(module, items, images, trials: int, seed: int, heads) -> np.ndarray:
@@ -138,16 +66,19 @@ def per_item_p(module, items, images, trials: int, seed: int, heads) -> np.ndarr
                      for i in range(len(items))])  # fmt: skip
 
 
-def measure(arm: str, run) -> dict[str, float]:
-    """One arm on the test items for ``run.seed``."""
+def optimise(arm: str, run, budgets=None):
+    """``arm`` on the test items against this seed's judges (random search spends ``budgets`` per item)."""
+    return _judges(run).optimise(arm, _items(run), run.seed, budgets, tuned_settings())
+
+
+def measure(arm: str, run, optimised) -> dict[str, float]:
+    """The metrics and extras of one arm's ``optimise`` run for ``run.seed``."""
     from scipy.stats import spearmanr
 
-    module = _module(run)
-    items = _items(run)
-    outcomes, observations, cached = _run_arm(arm, run, module, items)
-    images = [o.best.image for o in outcomes]
+    module, items = _judges(run), _items(run)
+    outcomes, observations, cached = optimised
+    images, thetas = [o.best.image for o in outcomes], [o.best.theta for o in outcomes]
     ssims = [o.best.ssim for o in outcomes]
-    thetas = [o.best.theta for o in outcomes]
     if arm == "cvpo" and run.uses_published("cvpo"):
         # the card scores the published edits; the re-run (same seed) supplies the logged calls and is compared
         from zoo.visual_persuasion.editor import ssim as ssim_of
@@ -161,7 +92,7 @@ def measure(arm: str, run) -> dict[str, float]:
     trials = run.settings["trials"]
     p = per_item_p(module, items, images, trials, run.seed, OPTIMISATION_HEADS)
     heldout = per_item_p(module, items, images, trials, run.seed, (HELD_OUT_HEAD,))
-    sensitivities = _sensitivities(run, module, items)
+    sensitivities = run.memo("sensitivities", lambda: _sensitivities(run, module, items))
     preferences = module.analyze(observations)
     coef = preferences["coef"]
     spearman = float(spearmanr(coef, sensitivities).statistic) if np.ptp(coef) > 0 else 0.0
@@ -173,7 +104,7 @@ def measure(arm: str, run) -> dict[str, float]:
     extras["themes"] = preferences["top_themes"]
     extras["theme_clusters"] = preferences["clusters"]
     run.extras["true_sensitivities"] = [round(float(v), 4) for v in sensitivities]
-    run.extras["sensitivity_method"] = sensitivity_method()
+    run.extras["sensitivity_method"] = SENSITIVITY
     run.extras["head_out_of_bag_r2"] = [round(float(v), 4) for v in module.head_r2]
     taste = np.asarray(module.hparams.taste)
     return {
@@ -190,29 +121,37 @@ def measure(arm: str, run) -> dict[str, float]:
     }
 
 
+def cvpo_and_random_search(run) -> dict[str, dict[str, float]]:
+    """CVPO, then random search at CVPO's judge calls item by item (CVPO's run, also at the published seed)."""
+    cvpo = optimise("cvpo", run)
+    searched = optimise("random_search", run, [o.calls for o in cvpo[0]])
+    return {"cvpo": measure("cvpo", run, cvpo), "random_search": measure("random_search", run, searched)}
+
+
 def claims(result: dict) -> list[Claim]:
     arms = result["arms"]
     cvpo, rs = arms["cvpo"], arms["random_search"]
     calls_gap = abs(rs["judge_calls"] / max(cvpo["judge_calls"], 1e-9) - 1.0)
+    headroom = {f"seed {s}": v["p_beats_original"] for s, v in result["per_seed"]["random_search"].items()}
     return [
         Claim.at_least("cvpo_p_beats_original", "cvpo: P(optimised chosen over original) >= 0.75 (3 judges)",
-                       cvpo["p_beats_original"], 0.75, "original"),
+                       cvpo["p_beats_original"], 0.75, versus="original", arm="cvpo"),
         Claim.at_least("cvpo_ci_low_above_half", "cvpo: 95% item-clustered bootstrap lower bound > 0.5",
-                       cvpo["p_ci_low"], 0.5001, "original"),
+                       cvpo["p_ci_low"], 0.5001, versus="original", arm="cvpo"),
         Claim.at_least("cvpo_heldout_judge", "cvpo: the held-out 4th head prefers the optimised edit >= 0.65",
-                       cvpo["p_beats_original_heldout"], 0.65, "original"),
+                       cvpo["p_beats_original_heldout"], 0.65, versus="original", arm="cvpo"),
         Claim.at_least("cvpo_spearman_sensitivity",
                        "cvpo: Spearman(recovered GLM coefficients, true sensitivities) >= 0.8",
-                       cvpo["spearman_sensitivity"], 0.8),
+                       cvpo["spearman_sensitivity"], 0.8, arm="cvpo"),
         beats(result, "p_beats_original", "cvpo", "random_search", margin=0.05),
         Claim.at_most("equal_judge_calls", "random_search's judge calls within 5% of cvpo's (relative gap)",
-                      calls_gap, 0.05, "random_search"),
+                      calls_gap, 0.05, versus="random_search", kind="validity", arm="cvpo"),
         Claim.at_least("cvpo_ssim", "cvpo: mean SSIM of the optimised edit to the original >= 0.5",
-                       cvpo["ssim_mean"], 0.5),
+                       cvpo["ssim_mean"], 0.5, kind="validity", arm="cvpo"),
         Claim.at_most("original_self_half", "original against itself: abs(P - 0.5) <= 0.05",
-                      abs(arms["original"]["p_beats_original"] - 0.5), 0.05, "original"),
-        Claim.at_most("random_search_headroom", "random_search's P(chosen over original) <= 0.90 (task not too easy)",
-                      rs["p_beats_original"], 0.90, "random_search"),
+                      abs(arms["original"]["p_beats_original"] - 0.5), 0.05, kind="validity", arm="original"),
+        Claim.gate("random_search_headroom", "random_search's P(chosen over original) <= 0.90 (task not too easy)",
+                   headroom, 0.90, at_most=True, arm="random_search"),
         beats(result, "p_beats_original", "cvpo", "cvpo_no_consistency", margin=0.0),
         beats(result, "p_beats_original", "cvpo", "cvpo_random_proposer", margin=0.0),
     ]  # fmt: skip
@@ -233,16 +172,14 @@ def plot(result: dict, axes) -> None:
     """P(chosen over original) per arm (3 judges and held-out head), and recovered vs true sensitivities."""
     from zoo.visual_persuasion.attributes import ATTRIBUTES
 
-    arms = list(result["arms"])
-    ax = axes[0]
+    arms, ax = result["arms"], axes[0]
     x = np.arange(len(arms))
     for offset, metric, label in ((-0.2, "p_beats_original", "3 judges"),
                                   (0.2, "p_beats_original_heldout", "held-out head")):  # fmt: skip
-        values = [result["arms"][a][metric] for a in arms]
-        errors = [result["arms"][a][f"{metric}_std"] for a in arms]
-        ax.bar(x + offset, values, 0.4, yerr=errors, label=label)
+        ax.bar(x + offset, [arms[a][metric] for a in arms], 0.4, yerr=[arms[a][f"{metric}_std"] for a in arms],
+               label=label)  # fmt: skip
     ax.axhline(0.5, color="grey", lw=0.8, ls="--")
-    ax.set_xticks(x, arms, rotation=30, ha="right", fontsize=7)
+    ax.set_xticks(x, list(arms), rotation=30, ha="right", fontsize=7)
     ax.set(ylabel="P(optimised chosen over original)", title="head-to-head vs the original", ylim=(0, 1))
     ax.legend(fontsize=7)
     ax = axes[1]
@@ -258,6 +195,30 @@ def plot(result: dict, axes) -> None:
     ax.legend(fontsize=7)
 
 
-def settings_record() -> dict:
-    """The tuned constants (for the card and config.json)."""
-    return asdict(tuned_settings())
+def _arm(name: str) -> Arm:
+    """An arm optimised on its own against this seed's judges."""
+    return Arm(name, measure=lambda run: measure(name, run, optimise(name, run)))
+
+
+PROTOCOL = Protocol(
+    method="cvpo",
+    baselines=("random_search", _arm("vfd"), _arm("oracle_gradient")),
+    ablations=(_arm("cvpo_no_consistency"), _arm("cvpo_random_proposer")),
+    references=(_arm("original"),),
+    ceilings=("oracle_gradient",),  # it follows the judge's own gradients: an upper bound, not a competitor
+    shared=(Shared(("cvpo", "random_search"), cvpo_and_random_search),),
+    settings={
+        "trials": Setting(100, "stochastic head-to-head trials per order per item and judge", minimum=1),
+        "bootstrap": Setting(2000, "bootstrap resamples of the item-clustered interval", minimum=100),
+        "items": Setting(32, "test items (of 32)", minimum=2, recipe_keys=("data.init_args.num_items",
+                                                                             "model.init_args.num_items")),
+    },
+    tuning=_tuning(),
+    claims=claims,
+    plot=plot,
+    score_pretrained=score_pretrained,
+    seed_args=("seed_everything", "model.init_args.seed", "data.init_args.seed"),
+    panels=2,
+    steps=(Step("tune", ("python", "-m", "zoo.visual_persuasion.tune", "--calibrate", "0.5", "0.4", "0.3", "--probe"),
+                "utility scale, sensitivity way and 4 validation trials per arm -> tuning.json"),),
+)  # fmt: skip

@@ -35,25 +35,41 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.visual_persuasion.evaluate import GRIDS, TUNING_FILE, VALIDATION_SEED
 from zoo.visual_persuasion.pipeline import OPTIMISATION_HEADS, ArmSettings, head_to_head
 
-HEADS_CACHE = Path("runs/visual_persuasion-tune/validation_heads.npz")
+TUNING_FILE = Path(__file__).with_name("tuning.json")
+VALIDATION_SEED = 100
+GRIDS = {  # 4 configurations per tuned arm (equal trials)
+    "cvpo": {"cvpo_step": [0.15, 0.1, 0.2, 0.1], "cvpo_noise": [0.15, 0.05, 0.05, 0.05],
+             "cvpo_candidates": [3, 3, 3, 4]},
+    "vfd": {"vfd_step": [0.15, 0.1, 0.2, 0.1], "vfd_noise": [0.15, 0.05, 0.05, 0.05], "vfd_candidates": [3, 3, 3, 4]},
+    "random_search": {"random_range": [0.15, 0.25, 0.35, 0.5]},
+    "oracle_gradient": {"oracle_learning_rate": [0.03, 0.06, 0.1, 0.15]},
+}  # fmt: skip
+
+
+def tuned_settings() -> ArmSettings:
+    """The arms' constants: the validation winners of ``tuning.json`` (the spec's defaults without it)."""
+    chosen = json.loads(TUNING_FILE.read_text()).get("chosen", {}) if TUNING_FILE.is_file() else {}
+    return replace(ArmSettings(), **{k: v for values in chosen.values() for k, v in values.items()})
 
 
 def validation_module(utility_scale: float | None = None):
-    """The recipe's module with heads fit on seed 100's training edits (cached in runs/), at ``utility_scale``
-    (the module's default without it)."""
+    """The recipe's module with heads fit on seed 100's training edits (cached in ``cache_dir("visual_persuasion")``),
+    at ``utility_scale`` (the module's default without it)."""
     import torch
 
+    from zoo._paths import cache_dir
     from zoo.visual_persuasion.data import PersuasionDataModule
     from zoo.visual_persuasion.module import VisualPersuasionModule
 
+    heads_cache = cache_dir("visual_persuasion") / "validation_heads.npz"
+
     extra = {} if utility_scale is None else {"utility_scale": float(utility_scale)}
     module = VisualPersuasionModule(seed=VALIDATION_SEED, optimise=False, **extra)
-    if HEADS_CACHE.is_file():
+    if heads_cache.is_file():
         # ridge is linear in its target, so heads fit at another utility scale are exactly rescaled
-        state = dict(np.load(HEADS_CACHE))
+        state = dict(np.load(heads_cache))
         factor = module.hparams.utility_scale / float(state.pop("utility_scale", 1.0))
         state["head_weight"], state["head_bias"] = state["head_weight"] * factor, state["head_bias"] * factor
         module.load_state_dict({k: torch.as_tensor(v) for k, v in state.items()})
@@ -61,9 +77,8 @@ def validation_module(utility_scale: float | None = None):
     data = PersuasionDataModule(seed=VALIDATION_SEED)
     data.setup()
     module.fit_heads(data.train_images, data.train_measurements)
-    HEADS_CACHE.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.numpy() for k, v in module.state_dict().items()}
-    np.savez(HEADS_CACHE, utility_scale=np.array(module.hparams.utility_scale), **state)
+    np.savez(heads_cache, utility_scale=np.array(module.hparams.utility_scale), **state)
     return module
 
 

@@ -6,7 +6,8 @@ EfficientNet-Lite0 and draws the answer; (2) cached and batched: each round's ne
 (``prefetch``) and identical requests are answered from the cache. Both must give identical answers; the ratio of
 calls per second is printed (target >= 5x).
 
-Run: ``flock /tmp/zoo-cpu.lock python benchmarks/visual_persuasion_judge.py [--items 4 --rounds 10]``.
+Run: ``flock /tmp/zoo-cpu.lock python benchmarks/visual_persuasion/judge.py [--items 4 --rounds 10]`` (``--smoke``: 1
+item, 2 rounds).
 """
 
 from __future__ import annotations
@@ -37,15 +38,18 @@ class Recorder:
 def main(argv=None) -> dict:
     import zoo
     from zoo.visual_persuasion import optimise
-    from zoo.visual_persuasion.evaluate import tuned_settings
     from zoo.visual_persuasion.images import base_items
     from zoo.visual_persuasion.judge import CachedJudge
     from zoo.visual_persuasion.pipeline import make_judge
+    from zoo.visual_persuasion.tune import tuned_settings
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--smoke", action="store_true", help="1 item, 2 rounds: checks that it runs")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.items, args.rounds = 1, 2
     torch.set_num_threads(2)
     model = zoo.load("visual_persuasion", pretrained=True)
     weights, bias = model.head_weight.detach().numpy()[:3], model.head_bias.detach().numpy()[:3]
