@@ -24,7 +24,8 @@ def test_claim_on_held_out_problems(published):
     """Lossless speculative decoding; the published draft's SpecExit cuts tokens as much as its card says (the
     paper's 40% is a claim on the card, which reports whether it holds), with fewer target passes, and keeps
     target greedy's answer on at least 97 of 100 problems."""
-    from zoo.specexit.evaluate import decode_arms, test_problems
+    from zoo.specexit.data import test_problems
+    from zoo.specexit.evaluate import decode_arms
 
     torch.set_num_threads(1)
     arms = decode_arms(published, test_problems(100), ["target_greedy", "speculative", "specexit"], repeats=1)
@@ -40,7 +41,7 @@ def test_claim_on_held_out_problems(published):
 def test_speculative_sampling_matches_target_sampling_end_to_end(published):
     """Sampling at temperature 1.5: the first three tokens have the same marginals with and without the draft
     (a sequence that ended before a position counts as one more outcome there: hot sampling can end early)."""
-    from zoo.specexit.evaluate import test_problems
+    from zoo.specexit.data import test_problems
 
     problem = test_problems(200)[0]
     runs, temperature, vocab = 1500, 1.5, len(published.tokenizer)

@@ -7,10 +7,11 @@ import torch
 
 import zoo
 from zoo._errors import ZooError
-from zoo._eval import Run, paper_arms
-from zoo.specexit.data import make_splits
-from zoo.specexit.evaluate import PROTOCOL, measure, validation_problems
-from zoo.specexit.evaluate import test_problems as held_out_problems
+from zoo.eval import Run
+from zoo.eval.engine import evaluation, measure_task
+from zoo.specexit.data import make_splits, validation_problems
+from zoo.specexit.data import test_problems as held_out_problems
+from zoo.specexit.evaluate import PROTOCOL
 
 
 @pytest.mark.parametrize("operands", [(3, 6), (7, 10)])
@@ -41,6 +42,22 @@ def test_threshold_calibration_never_sees_a_test_problem(monkeypatch):
     assert len(chosen["tables"]["specexit"]) == len(chosen["tables"]["probe_exit"]) == 36
 
 
+def test_calibrated_thresholds_survive_a_stored_fit(tmp_path):
+    """The harness stores fits with save_pretrained and reloads them with load_folder: the exit rule the evaluation
+    reads (and reports as the arms' thresholds) must come back."""
+    import dataclasses
+
+    from zoo._serialization import load_folder, save_pretrained
+    from zoo.specexit.module import SpecExitModule
+
+    torch.manual_seed(0)
+    module = SpecExitModule(stage="draft", max_new_tokens=12).eval()
+    module.exit_rule = dataclasses.replace(module.exit_rule, confidence=0.15, remain=28.0, probe_threshold=0.93)
+    module.hparams["exit_rule"] = module.exit_rule
+    save_pretrained(module, tmp_path)
+    assert load_folder(tmp_path).exit_rule == module.exit_rule
+
+
 def test_unknown_setting_and_bad_values_are_one_line_errors():
     for pairs, message in (
         (["operand_max=8"], "unknown setting 'operand_max'; valid keys: test_problems, operands_min"),
@@ -53,15 +70,23 @@ def test_unknown_setting_and_bad_values_are_one_line_errors():
         assert "\n" not in str(error.value)
 
 
-def _run(**overrides) -> Run:
-    return Run(paper_arms("specexit"), PROTOCOL, 0, PROTOCOL.resolve(overrides))
+def _run(seed: int = 0, **overrides) -> Run:
+    return Run(PROTOCOL, "specexit", seed, PROTOCOL.resolve(overrides), evaluation("specexit").entries)
+
+
+def test_every_arm_is_measured_in_one_timed_pass_and_only_fits_train_on_the_published_target():
+    assert [group.arms for group in PROTOCOL.shared] == [PROTOCOL.arms] and PROTOCOL.is_timed("reference_first_check")
+    assert _run().uses_published("specexit") and not _run(1).uses_published("specexit")
+    assert not _run(draft_steps=10).uses_published("specexit")  # a setting with a recipe key retrains seed 0 too
+    (target,) = PROTOCOL.fit_args(_run(1))
+    assert target == f"--model.init_args.target_from={zoo.get_entry('specexit').mirror_dir}"
 
 
 def test_operand_range_upside_down_is_refused_before_any_work():
     with pytest.raises(ZooError, match="operands_min=8 is above operands_max=5"):
-        measure("specexit", _run(operands_min=8, operands_max=5))
+        measure_task(PROTOCOL, _run(operands_min=8, operands_max=5), ["specexit"])
     with pytest.raises(ZooError, match="long_operands_min=9 is above long_operands_max=7"):
-        measure("specexit", _run(long_operands_min=9, long_operands_max=7))
+        measure_task(PROTOCOL, _run(long_operands_min=9, long_operands_max=7), ["target_greedy"])
 
 
 @pytest.fixture()
@@ -70,16 +95,15 @@ def small():
         pytest.skip("no published checkpoint in hub_cards/ yet")
     threads = torch.get_num_threads()
     yield {"test_problems": 2, "long_test_problems": 2, "latency_repeats": 1}
-    torch.set_num_threads(threads)
+    assert torch.get_num_threads() == threads  # the pass decodes on one thread and restores the setting
 
 
-def test_set_operands_changes_what_is_measured(small, hf_cache, hf_offline, monkeypatch):
+def test_set_operands_changes_what_is_measured(small, hf_cache, hf_offline):
     """--set selects the problem lengths: longer problems make every arm think longer; all arms come back."""
-    monkeypatch.delenv("ZOO_SPECEXIT_EVAL_CACHE", raising=False)
     run = _run(**small, operands_min=4, operands_max=4, long_operands_min=8, long_operands_max=8)
-    assert measure("speculative", run)["lossless_match"] == 100.0
-    assert set(run.cache["arms"]) == set(PROTOCOL.arms)
+    scores = measure_task(PROTOCOL, run, ["speculative"])
+    assert set(scores) == set(PROTOCOL.arms) and scores["speculative"]["lossless_match"] == 100.0
     for arm in ("target_greedy", "speculative", "reference_first_check"):
-        scores = measure(arm, run)
-        assert scores["long_thinking_tokens_mean"] > scores["thinking_tokens_mean"], arm
-    assert {"forced_acc_lstar_m1", "forced_acc_lstar_p3"} <= set(measure("target_greedy", run))
+        assert scores[arm]["long_thinking_tokens_mean"] > scores[arm]["thinking_tokens_mean"], arm
+    assert {"forced_acc_lstar_m1", "forced_acc_lstar_p3"} <= set(scores["target_greedy"])
+    assert {"confidence_threshold", "remain_threshold"} <= set(scores["specexit"])

@@ -154,7 +154,7 @@ def published():
 
 def test_pretrained_reproduces_card_on_a_slice(published, hf_cache, hf_offline):
     """The first 20 held-out problems: accuracy within 10 points and token cut within 0.1 of the card (100 problems)."""
-    from zoo._eval import score_pretrained
+    from zoo.eval import score_pretrained
 
     card = json.loads((published.mirror_dir / "metrics.json").read_text())["arms"]["specexit"]
     scores = score_pretrained("specexit", limit=20)
@@ -164,7 +164,7 @@ def test_pretrained_reproduces_card_on_a_slice(published, hf_cache, hf_offline):
 
 
 def test_pretrained_speculative_is_lossless_and_exits(published, hf_cache, hf_offline):
-    from zoo.specexit.evaluate import test_problems
+    from zoo.specexit.data import test_problems
 
     module = zoo.load("specexit", pretrained=True)
     spec_tokens = ours_tokens = 0

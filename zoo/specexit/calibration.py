@@ -9,7 +9,7 @@ threshold of the grids is scored from these, exactly as a decode with it would s
 
 The rule: among the grid points whose validation accuracy is at most ``max_drop`` points below plain speculative
 decoding (= target greedy), take the one with the fewest tokens (ties: the higher accuracy). Only validation
-problems are ever passed in (:func:`zoo.specexit.evaluate.validation_problems`); tests check this.
+problems are ever passed in (:func:`zoo.specexit.data.validation_problems`); tests check this.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from dataclasses import dataclass
@@ -49,6 +50,24 @@ def make_splits(n_train: int, n_val: int, n_test: int, seed: int = 0, **problem_
     seen |= {p.expression for p in val}
     test = sample_problems(n_test, TEST_SEED + 1000 * seed, exclude=seen, **problem_kwargs)
     return Splits(train, val, test)
+
+
+@functools.cache
+def _train_expressions() -> frozenset[str]:
+    """The training problems of the recipes (the datamodule's defaults)."""
+    return frozenset(p.expression for p in make_splits(20000, 256, 0).train)
+
+
+def validation_problems(n: int = 100, operands: tuple[int, int] = (3, 6)) -> list[Problem]:
+    """Validation problems (disjoint from training and test); the exit calibration's only data."""
+    return sample_problems(n, VAL_SEED, _train_expressions(), min_operands=operands[0], max_operands=operands[1])
+
+
+def test_problems(n: int = 100, operands: tuple[int, int] = (3, 6)) -> list[Problem]:
+    """Held-out problems (``zoo eval``), disjoint from training and from the first 1000 validation problems of the
+    same lengths."""
+    seen = _train_expressions() | {p.expression for p in validation_problems(1000, operands)}
+    return sample_problems(n, TEST_SEED, seen, min_operands=operands[0], max_operands=operands[1])
 
 
 class TraceDataset(Dataset):

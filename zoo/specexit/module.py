@@ -274,7 +274,7 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
         import dataclasses
 
         from zoo.specexit.calibration import calibrate
-        from zoo.specexit.evaluate import validation_problems
+        from zoo.specexit.data import validation_problems
 
         was_training, threads = self.training, torch.get_num_threads()
         self.eval()

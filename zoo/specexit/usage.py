@@ -7,7 +7,7 @@ from string import Template
 
 SNIPPET = Template("""
 import zoo
-from zoo.specexit.evaluate import test_problems
+from zoo.specexit.data import test_problems
 
 model = zoo.load("$name", pretrained=True)
 problem = test_problems()[0]  # the first held-out test problem of the card's evaluation
