@@ -12,9 +12,12 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def result():
-    from zoo._eval import run_eval
+    from zoo.eval.engine import Request, evaluation, measure
+    from zoo.eval.result import assemble
 
-    return run_eval("gemq.wiki_fp", seeds=[0])
+    protocol = evaluation("gemq.wiki_fp").protocol
+    pieces = measure("gemq.wiki_fp", Request(seeds=(0,)))
+    return assemble(protocol, "gemq.wiki_fp", pieces, protocol.resolve(), seeds=[0])
 
 
 def _claims(result) -> dict:
@@ -23,7 +26,7 @@ def _claims(result) -> dict:
 
 @pytest.mark.parametrize("slot", ["hi", "mid", "lo"])
 def test_global_ilp_beats_per_layer_beats_uniform_and_rtn(result, slot):
-    # Seed 0 is one of the two seeds of five where per_layer beats uniform at 2.0 bits (issue 32).
+    # Seed 0 is one of the two seeds of five where per_layer beats uniform at 2.0 bits.
     claims = _claims(result)
     assert claims[f"ordering_{slot}"]["holds"]
     assert claims[f"gemq_router_ft_{slot}_beats_reference_rtn_{slot}_ppl"]["holds"]
@@ -36,10 +39,10 @@ def test_packed_experts_at_2p5_bits_are_under_a_fifth_of_fp16(result):
 
 def test_seed_zero_of_the_method_is_the_published_checkpoint(result):
     import zoo
-    from zoo.gemq.evaluate import score_pretrained
+    from zoo.gemq.evaluate import PROTOCOL
 
     module = zoo.load("gemq.wiki_2p5bit", pretrained=True)
-    scored = score_pretrained(module, limit=result["settings"]["eval_sequences"])
+    scored = PROTOCOL.score_pretrained(module, limit=result["settings"]["eval_sequences"])
     assert result["per_seed"]["gemq_router_ft_hi"]["0"]["ppl"] == pytest.approx(scored["ppl"], rel=1e-6)
 
 

@@ -8,7 +8,10 @@ import pytest
 import torch
 
 import zoo
+from zoo.eval import Run
+from zoo.eval.engine import evaluation, measure_task
 from zoo.gemq.data import calibration_set, chunk, wiki_corpus
+from zoo.gemq.evaluate import PROTOCOL
 from zoo.gemq.model import MoEArch, round_to_fp16
 from zoo.gemq.module import GEMQModule
 from zoo.quant.moe.allocation import InfeasibleBudgetError
@@ -68,41 +71,54 @@ def test_bad_inputs_give_clear_errors():
 @pytest.mark.parametrize("name", PUBLISHED)
 def test_pretrained_reproduces_card_on_held_out_slice(name):
     """Golden check: the checkpoint's perplexity on the card's held-out slice is its arm's seed-0 value on the card."""
-    from zoo.gemq.evaluate import score_pretrained
-
     entry = zoo.get_entry(name)
     card = json.loads((entry.mirror_dir / "metrics.json").read_text())
     module = zoo.load(name, pretrained=True)
     assert module.tokenizer().encode("The expert").ids  # the shipped tokenizer loads
-    scored = score_pretrained(module, limit=card["settings"]["eval_sequences"])
+    scored = PROTOCOL.score_pretrained(module, limit=card["settings"]["eval_sequences"])
     assert scored["ppl"] == pytest.approx(card["per_seed"][entry.eval_arm]["0"]["ppl"], rel=1e-4)
 
 
-def _run(seed: int = 0, **overrides):
-    from zoo._eval import Run, paper_arms
-    from zoo.gemq.evaluate import PROTOCOL
+def _run(seed: int = 0, **overrides) -> Run:
+    settings = PROTOCOL.resolve({"eval_sequences": 8, **overrides})
+    return Run(PROTOCOL, "gemq", seed, settings, evaluation("gemq.wiki_fp").entries)
 
-    return Run(paper_arms("gemq.wiki_fp"), PROTOCOL, seed, PROTOCOL.resolve({"eval_sequences": 8, **overrides}))
+
+def _measure(arm: str, run: Run) -> dict[str, float]:
+    return measure_task(PROTOCOL, run, [arm])[arm]
 
 
 def test_set_budgets_and_eval_sequences_change_what_is_measured():
-    from zoo.gemq.evaluate import measure
-
-    default = measure("reference_rtn_hi", _run())
-    more_bits = measure("reference_rtn_hi", _run(budgets=[3.0, 2.0, 1.5]))
+    default = _measure("reference_rtn_hi", _run())
+    more_bits = _measure("reference_rtn_hi", _run(budgets=[3.0, 2.0, 1.5]))
     assert more_bits["expert_bytes"] > default["expert_bytes"] and more_bits["ppl"] < default["ppl"]
-    assert measure("reference_rtn_hi", _run(eval_sequences=16))["ppl"] != default["ppl"]
+    assert _measure("reference_rtn_hi", _run(eval_sequences=16))["ppl"] != default["ppl"]
+    fp16 = _measure("fp16", _run())  # the published fp model, scored against its own routes
+    assert fp16["routing_mismatch"] == 0.0 and fp16["expert_bytes"] > 4 * default["expert_bytes"]
 
 
 def test_calib_sequences_retrains_the_method_with_the_recipe_key():
     run = _run(calib_sequences=8)
     assert run.recipe_overrides() == ["--data.init_args.calib_size=8"]
     assert not run.uses_published("gemq_router_ft_hi") and _run().uses_published("gemq_router_ft_hi")
+    assert not _run(1).uses_published("gemq_router_ft_hi")
+
+
+def test_changed_budgets_fit_the_method_recipe_with_the_budget(monkeypatch):
+    """At seed 0 the default budgets score the published checkpoint; a changed budget fits that slot's recipe."""
+    fits = []
+
+    def fit(self, recipe, overrides=()):
+        fits.append((recipe, list(overrides)))
+        raise RuntimeError("stop before training")
+
+    monkeypatch.setattr(Run, "fit", fit)
+    with pytest.raises(RuntimeError, match="stop before training"):
+        _measure("gemq_router_ft_mid", _run(budgets=[2.5, 2.25, 1.5]))
+    assert fits == [("recipes/gemq/wiki_2bit.yaml", ["--model.init_args.gemq.budget=2.25"])]
 
 
 def test_unknown_setting_and_bad_values_give_one_line_errors():
-    from zoo.gemq.evaluate import PROTOCOL, measure
-
     cases = {
         "nope=1": "unknown setting 'nope'; valid keys: budgets, calib_sequences, eval_sequences",
         "budgets=a,b,c": "expected a comma-separated list of float",
@@ -113,7 +129,7 @@ def test_unknown_setting_and_bad_values_give_one_line_errors():
             PROTOCOL.parse_overrides([pair])
         assert "\n" not in str(error.value)
     with pytest.raises(zoo.ZooError, match="give exactly three budgets"):
-        measure("fp16", _run(budgets=[2.5, 2.0]))
+        _measure("uniform_lo", _run(budgets=[2.5, 2.0]))
 
 
 def test_published_quantized_checkpoints_are_small_and_mixed_precision():

@@ -3,8 +3,6 @@ the v2 evaluation (both architectures through the same API)."""
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 import torch
 
@@ -104,124 +102,129 @@ def _tiny(kind: str):
     return model
 
 
-def _run(kind: str, seed: int = 0):
-    from zoo._eval import Run
-    from zoo.gemq.evaluate_v2 import build
-
-    protocol = build(kind).PROTOCOL
-    settings = protocol.resolve({"damps": [0.01, 0.1], "router_lrs": [0.01, 0.05], "router_max_steps": 4})
-    run = Run({}, protocol, seed, settings)
+def _slices(kind: str, seed: int) -> dict:
+    """A tiny model and random token windows in place of the published base and split v2."""
     tokens = torch.randint(0, 64, (40, 16), generator=torch.Generator().manual_seed(seed))
-    run.cache.update(fp=_tiny(kind), calibration=tokens[:16], validation=tokens[16:24], test=tokens[24:32],
-                     ood=tokens[32:])  # fmt: skip
-    return run
+    return {"fp": _tiny(kind), "calibration": tokens[:16], "validation": tokens[16:24], "test": tokens[24:32],
+            "ood": tokens[32:]}  # fmt: skip
+
+
+PROTOCOLS = {"mixtral": "MIXTRAL", "qwen2_moe": "QWEN2MOE"}
+SMALL = {"damps": [0.01, 0.1], "router_lrs": [0.01, 0.05], "router_max_steps": 4}
+
+
+def _run(kind: str, seed: int = 0):
+    import zoo.gemq.evaluate_v2 as v2
+    from zoo.eval import Run
+    from zoo.gemq.evaluate import seed_data
+
+    protocol = getattr(v2, PROTOCOLS[kind])
+    run = Run(protocol, "gemq", seed, protocol.resolve(SMALL), {})
+    seed_data(run, lambda: _slices(kind, seed))  # the seed's data: what every arm of the run reads
+    return protocol, run
 
 
 @pytest.mark.parametrize("kind", ["mixtral", "qwen2_moe"])
 def test_v2_evaluation_measures_every_kind_of_arm_on_both_architectures(kind):
-    from zoo.gemq.evaluate_v2 import build
-    from zoo.quant.moe.api import expert_widths
+    from zoo.eval.engine import measure_task
+    from zoo.gemq.evaluate import quantized, score
 
-    evaluation, run = build(kind), _run(kind)
+    protocol, run = _run(kind)
+
+    def measure(arm):
+        return measure_task(protocol, run, [arm])
+
     keys = {"ppl", "accuracy", "routing_mismatch", "ood_ppl", "ood_routing_mismatch", "expert_bytes"}
-    fp16 = evaluation.measure("fp16", run)
-    assert set(fp16) == keys and fp16["routing_mismatch"] == 0.0
-    rtn = evaluation.measure("reference_rtn@2.5", run)
+    fp16 = measure("fp16")["fp16"]
+    assert set(fp16) == keys and fp16["routing_mismatch"] == fp16["ood_routing_mismatch"] == 0.0
+    rtn = measure("reference_rtn@2.5")["reference_rtn@2.5"]
     assert set(rtn) == keys and rtn["expert_bytes"] < fp16["expert_bytes"] / 2 and rtn["ppl"] != fp16["ppl"]
-    gemq = evaluation.measure("gemq@1.5", run)
+    both = measure("gemq_router_ft@1.5")  # one pass measures gemq@1.5 and, from its model, gemq_router_ft@1.5
+    gemq, tuned = both["gemq@1.5"], both["gemq_router_ft@1.5"]
     assert gemq["damp"] in (0.01, 0.1) and set(gemq) == keys | {"damp", "val_nll"}
     widths = torch.tensor(run.extras["widths"]["gemq@1.5"], dtype=torch.float)
-    assert widths.mean().item() == 1.5
-    tuned = evaluation.measure("gemq_router_ft@1.5", run)
+    assert (
+        widths.mean().item() == 1.5 and run.extras["widths"]["gemq_router_ft@1.5"] == run.extras["widths"]["gemq@1.5"]
+    )
     assert tuned["router_lr"] in (0.01, 0.05) and tuned["damp"] == gemq["damp"]
     runs = run.extras["router_ft"]["gemq_router_ft@1.5"]
     assert len(runs) == 2  # one early-stopped run per learning rate
     # the default criterion is the validation routing KL; step 0 (no fine-tuning) is a candidate, so never worse
     assert tuned["val_route_kl"] == min(score for r in runs for _, score in r["history"])
-    assert expert_widths(run.cache[("quantized", "gemq", 1.5)][0])  # the cached gemq model was not changed in place
-    assert (
-        evaluation.measure("per_layer@2", run)["expert_bytes"] == evaluation.measure("uniform@2", run)["expert_bytes"]
-    )
+    # gemq@1.5 is the tuned quantized model itself: the alignment worked on a copy of it
+    data = run.memo("data", dict)
+    again = quantized(data["fp"], "gemq", 1.5, data["calibration"], data["importance"], gemq["damp"])
+    assert {k: gemq[k] for k in keys} == pytest.approx(score(again, data))
+    assert measure("per_layer@2")["per_layer@2"]["expert_bytes"] == measure("uniform@2")["uniform@2"]["expert_bytes"]
+
+
+def _synthetic_pieces() -> list[dict]:
+    """Five seeds: gemq 10 < per_layer 11 < uniform 12 on four, router ft 10 -> 8.9 (fp16 5: 22% of the gap)."""
+    from zoo.gemq.evaluate import BUDGETS, KINDS
+    from zoo.gemq.evaluate_v2 import arm_name
+
+    pieces = [{"arm": "fp16", "seed": s, "scores": {"ppl": 5.0 + 0.01 * s, "routing_mismatch": 0.0,
+                                                  "expert_bytes": 1600.0}} for s in range(5)]  # fmt: skip
+    ppl = {"gemq": 10.0, "per_layer": 11.0, "uniform": 12.0, "gemq_router_ft": 8.9, "reference_rtn": 20.0}
+    for b in BUDGETS:
+        for kind in KINDS:
+            for s in range(5):
+                scores = {"ppl": ppl[kind] + (2.5 if kind == "per_layer" and s == 4 else 0.0) + 0.01 * s,
+                          "routing_mismatch": 0.3 if kind == "gemq_router_ft" else 0.4 + 0.001 * s,
+                          "expert_bytes": 275.0}  # fmt: skip
+                pieces.append({"arm": arm_name(kind, b), "seed": s, "scores": scores})
+    return pieces
 
 
 def test_v2_protocol_arms_claims_and_bad_arms():
     from zoo._errors import ZooError
-    from zoo._eval import _check_tuning, summarise
-    from zoo.gemq.evaluate_v2 import BUDGETS, KINDS, PROTOCOL, arm_name, claims, measure
+    from zoo.eval.engine import measure_task
+    from zoo.eval.result import assemble, validate_result
+    from zoo.gemq.evaluate import BUDGETS, KINDS
+    from zoo.gemq.evaluate_v2 import MIXTRAL, QWEN2MOE, arm_name
 
     expected = {"fp16"} | {arm_name(k, b) for k in KINDS for b in BUDGETS}
-    assert set(PROTOCOL.arms) == expected and len(PROTOCOL.arms) == 16 and PROTOCOL.method == "gemq_router_ft@2.5"
-    tuning = {arm: vars(copy.copy(PROTOCOL.tuning[arm])) for arm in PROTOCOL.arms}
-    _check_tuning({"tuning": tuning, "method": PROTOCOL.method, "baselines": list(PROTOCOL.baselines)})
-    # five seeds: gemq 10 < per_layer 11 < uniform 12 on four, router ft 10 -> 8.9 (fp16 5: 22% of the gap)
-    per_seed = {"fp16": {str(s): {"ppl": 5.0 + 0.01 * s, "routing_mismatch": 0.0, "expert_bytes": 1600.0}
-                         for s in range(5)}}  # fmt: skip
-    for b in BUDGETS:
-        for kind, ppl in (("gemq", 10.0), ("per_layer", 11.0), ("uniform", 12.0), ("gemq_router_ft", 8.9),
-                          ("reference_rtn", 20.0)):  # fmt: skip
-            per_seed[arm_name(kind, b)] = {
-                str(s): {"ppl": ppl + (2.5 if kind == "per_layer" and s == 4 else 0.0) + 0.01 * s,
-                         "routing_mismatch": 0.3 if kind == "gemq_router_ft" else 0.4 + 0.001 * s,
-                         "expert_bytes": 275.0}
-                for s in range(5)
-            }  # fmt: skip
-    result = {"per_seed": per_seed, "arms": {a: summarise(runs) for a, runs in per_seed.items()}}
-    found = {c.id: c for c in claims(result)}
-    assert found["ordering@2.5"].value == 0.8 and found["ordering@2.5"].holds
-    assert found["router_ft_recovers_gap@2"].value == pytest.approx(0.22) and found["router_ft_recovers_gap@2"].holds
-    assert found["gemq_router_ft@1.5_beats_gemq@1.5_routing_mismatch"].holds
-    assert found["gemq_router_ft@2.5_beats_reference_rtn@2.5_ppl"].versus == "reference_rtn@2.5"
-    assert found["packed_experts@2.5"].value == pytest.approx(275 / 1600) and found["packed_experts@2.5"].holds
+    assert set(MIXTRAL.arms) == expected and len(MIXTRAL.arms) == 16 and MIXTRAL.method_name == "gemq_router_ft@2.5"
+    assert MIXTRAL.arms == QWEN2MOE.arms and MIXTRAL.settings == QWEN2MOE.settings
+    # the method first: a shared pass's extras travel with its first arm, also when --arms names only the method
+    assert [group.arms for group in MIXTRAL.shared] == [(f"gemq_router_ft@{b:g}", f"gemq@{b:g}") for b in BUDGETS]
+    result = assemble(MIXTRAL, "gemq", _synthetic_pieces(), MIXTRAL.resolve(), seeds=list(range(5)))
+    validate_result(result)  # tuning budgets, kinds, a claim against the reference: the harness's card checks
+    tuning = result["settings"]["tuning"]
+    assert tuning["per_layer@2"]["trials"] == tuning["gemq_router_ft@2.5"]["trials"] == 3
+    found = {c["id"]: c for c in result["claims"]}
+    assert found["ordering@2.5"]["value"] == 0.8 and found["ordering@2.5"]["holds"]
+    assert (
+        found["router_ft_recovers_gap@2"]["value"] == pytest.approx(0.22) and found["router_ft_recovers_gap@2"]["holds"]
+    )
+    assert found["gemq_router_ft@1.5_beats_gemq@1.5_routing_mismatch"]["holds"]
+    assert found["gemq_router_ft@2.5_beats_reference_rtn@2.5_ppl"]["versus"] == "reference_rtn@2.5"
+    assert found["packed_experts@2.5"]["value"] == pytest.approx(275 / 1600) and found["packed_experts@2.5"]["holds"]
+    # the method's budget makes the paper's claims; the other budgets' method arms are ablations: checks
+    kinds = {c["id"]: c["kind"] for c in result["claims"]}
+    assert kinds["ordering@2.5"] == kinds["packed_experts@2.5"] == "paper" and kinds["ordering@2"] == "validity"
     with pytest.raises(ZooError, match="unknown arm 'gemq@'"):
-        measure("gemq@", _run("mixtral"))
+        measure_task(MIXTRAL, _run("mixtral")[1], ["gemq@"])
 
 
 def test_zoo_eval_of_the_v2_protocol_validates_end_to_end(monkeypatch):
-    """``run_eval`` on the v2 protocol (one seed, tiny model standing in for the unpublished base): every arm and
-    metric the acceptance names, the claims, the tuning record and the reference arm pass the harness's checks."""
-    from types import SimpleNamespace
-
-    import zoo._eval as harness
+    """The harness measures every piece of the v2 protocol (one seed, tiny model standing in for the base): every
+    arm and metric the acceptance names, the claims, the tuning record and the reference arm pass its checks."""
     import zoo.gemq.evaluate_v2 as v2
+    from zoo.eval.engine import Request, measure
+    from zoo.eval.result import assemble, validate_result
+    from zoo.gemq.evaluate import seed_data
 
-    def tiny_shared(run, fp_name):
-        if "fp" not in run.cache:
-            tokens = torch.randint(0, 64, (40, 16), generator=torch.Generator().manual_seed(run.seed))
-            run.cache.update(fp=_tiny("mixtral"), calibration=tokens[:16], validation=tokens[16:24],
-                             test=tokens[24:32], ood=tokens[32:])  # fmt: skip
-        return original(run, fp_name)
-
-    original = v2._shared
-    monkeypatch.setattr(v2, "_shared", tiny_shared)
-    monkeypatch.setattr(harness, "paper_module", lambda name: v2)
-    monkeypatch.setattr(harness, "paper_arms", lambda name: {})
-    monkeypatch.setattr(harness, "get_entry", lambda name: SimpleNamespace(name=name))
-    overrides = ["damps=0.01", "router_lrs=0.05", "router_max_steps=2"]
-    result = harness.run_eval("gemq.wiki2_mixtral_fp", seeds=[0], overrides=overrides)
-    assert set(result["arms"]) == set(v2.PROTOCOL.arms)
+    monkeypatch.setenv("ZOO_EVAL_CACHE", "off")
+    monkeypatch.setattr(v2, "seed_data", lambda run, slices: seed_data(run, lambda: _slices("mixtral", run.seed)))
+    overrides = {"damps": [0.01], "router_lrs": [0.05], "router_max_steps": 2}
+    pieces = measure("gemq", Request(seeds=(0,), overrides=overrides))
+    result = assemble(v2.MIXTRAL, "gemq", pieces, v2.MIXTRAL.resolve(overrides), seeds=[0], overrides=overrides)
+    validate_result(result, require_seeds=False)
+    assert set(result["arms"]) == set(v2.MIXTRAL.arms)
     for arm, metrics in result["arms"].items():
         assert {"ppl", "ppl_std", "routing_mismatch", "expert_bytes", "ood_ppl"} <= set(metrics), arm
     ids = {claim["id"] for claim in result["claims"]}
     assert {f"ordering@{b:g}" for b in v2.BUDGETS} | {"packed_experts@2.5", "router_ft_recovers_gap@1.5"} <= ids
-    assert (
-        result["settings"]["tuning"]["per_layer@2"]["trials"]
-        == result["settings"]["tuning"]["gemq_router_ft@2.5"]["trials"]
-    )
-
-
-def test_piece_cache_keys_depend_on_router_settings_only_for_router_arms(monkeypatch, tmp_path):
-    """A router setting (criterion, lr grid, steps) re-runs the router arms only; GPTQ arms keep their pieces."""
-    from zoo._eval import Run
-    from zoo.gemq.evaluate_v2 import CACHE_ENV, FP_NAMES, _piece_key, build
-
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
-    protocol = build("mixtral").PROTOCOL
-
-    def path(arm, **overrides):
-        run = Run({}, protocol, 0, protocol.resolve(overrides))
-        return _piece_key(arm, run, FP_NAMES["mixtral"])
-
-    assert path("gemq@2", router_criterion="nll") == path("gemq@2")
-    assert path("uniform@2", router_lrs=[1e-2]) == path("uniform@2")
-    assert path("gemq_router_ft@2", router_criterion="nll") != path("gemq_router_ft@2")
-    assert path("gemq@2", damps=[0.1]) != path("gemq@2")
+    assert set(result["extras"]["0"]["widths"]) == {f"{k}@{b:g}" for k in ("per_layer", "gemq", "gemq_router_ft")
+                                                    for b in v2.BUDGETS}  # fmt: skip

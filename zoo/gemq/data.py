@@ -35,6 +35,8 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
+from zoo._paths import cache_dir
+
 HOLDOUT_EVERY = 10  # every 10th article (in dump order) is held out: 10% of the articles
 # split v2: the slice of article i is V2_SLICES.get(i % 10, "train")
 V2_SLICES = {9: "test", 7: "calibration", 3: "validation"}
@@ -58,11 +60,6 @@ class WikiCorpus:
 
 
 CACHE_VERSION = "1"
-
-
-def cache_dir() -> Path:
-    """Where tokenized corpora are cached: ``$ZOO_CACHE_DIR`` or ``~/.cache/zoo``."""
-    return Path(os.environ.get("ZOO_CACHE_DIR") or Path.home() / ".cache" / "zoo")
 
 
 def _gensim_test_file(name: str) -> Path:
@@ -89,7 +86,7 @@ def wiki_corpus(vocab_size: int = 4096) -> WikiCorpus:
     key = hashlib.sha256(f"{CACHE_VERSION}|{vocab_size}|{source.stat().st_size}|{source.name}".encode()).hexdigest()[
         :16
     ]
-    path = cache_dir() / f"gemq-wiki-{key}.safetensors"
+    path = cache_dir("gemq", create=False) / f"wiki-{key}.safetensors"
     if path.is_file():
         try:
             tensors = load_file(str(path))
@@ -171,7 +168,7 @@ def wiki_splits(vocab_size: int = 4096) -> WikiSplits:
 
     source = _gensim_test_file(WIKI_DUMP)
     key = hashlib.sha256(f"v2|{CACHE_VERSION}|{vocab_size}|{source.stat().st_size}|{source.name}".encode())
-    path = cache_dir() / f"gemq-wiki-v2-{key.hexdigest()[:16]}.safetensors"
+    path = cache_dir("gemq", create=False) / f"wiki-v2-{key.hexdigest()[:16]}.safetensors"
     if path.is_file():
         try:
             tensors = load_file(str(path))

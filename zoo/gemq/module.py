@@ -36,6 +36,12 @@ Deviations from the paper, and the choices the spec left open:
 * Router fine-tuning: the paper's recipe (AdamW, lr 1e-4, one epoch over the calibration set, batch size 8 here).
 * Weights are stored in fp16 (the "fp16" arm); computation is in fp32 on CPU. No Triton kernels: the packed
   experts are dequantized on the fly in torch.
+* Split v2 (the ``gemq.wiki2_*`` bases, :func:`zoo.gemq.data.wiki_splits`): disjoint train / calibration /
+  validation / test articles and the Lee corpus as out-of-domain text; the bases are regularised (dropout 0.1,
+  weight decay 0.1, random window offsets, early stopping on the validation slice restoring the best weights) and
+  sized under the 10 MB per-file limit; 640 x 128 calibration tokens per seed; every GPTQ arm's dampening is chosen
+  on validation, and router fine-tuning is replaced by alignment to the fp model's routing
+  (:mod:`zoo.gemq.alignment`), early-stopped on the validation routing KL.
 """
 
 from __future__ import annotations

@@ -24,6 +24,6 @@ print(f"prediction: {ppl:.1f} | truth: {card:.1f} | tolerance: {0.1 * card:.1f}"
 
 
 def snippet(name: str) -> str:
-    """The snippet for the entry ``name`` (the issue-32 bases ``gemq.wiki2_*`` read split v2's test articles)."""
+    """The snippet for the entry ``name`` (the split-v2 bases ``gemq.wiki2_*`` read split v2's test articles)."""
     corpus = "wiki_splits" if name.split(".", 1)[-1].startswith("wiki2_") else "wiki_corpus"
     return SNIPPET.substitute(name=name, corpus=corpus)

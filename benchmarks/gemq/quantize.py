@@ -2,12 +2,14 @@
 
 Run under the shared CPU lock::
 
-    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/gemq_quantize.py [--repeats 5]
+    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/gemq/quantize.py [--repeats 5]   (--smoke: 8 calibration
+    sequences, one repeat, 1.5 bits only)
 
 Everything is measured in this one process on the published gemq.wiki_fp checkpoint:
 
-* pipeline stages (importance statistics, ILP, GPTQ, router fine-tuning) at 2.5 bits per expert on 64 x 128
-  calibration tokens, each as seconds and as a multiple of one float forward+backward pass over the calibration set;
+* pipeline stages (importance statistics, ILP, GPTQ, router fine-tuning) at 2.5 bits per expert on ``--calib``
+  (default 64) x 128 calibration tokens, each as seconds and as a multiple of one float forward+backward pass over
+  the calibration set;
 * forward latency of the packed model (dequantize-on-the-fly experts) over the float model at 2.5 / 2.0 / 1.5 bits:
   prefill (16 x 128 tokens) and one cached decode step (batch 1), medians of ``--repeats`` runs;
 * packed expert bytes over fp16 expert bytes.
@@ -37,11 +39,16 @@ def _median_time(fn, repeats: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--calib", type=int, default=64, help="calibration sequences of 128 tokens")
+    parser.add_argument("--smoke", action="store_true", help="the smallest run: 8 sequences, one repeat, one budget")
     parser.add_argument("--json", default=None, help="also write the results here")
     parser.add_argument(
         "--threads", type=int, default=1, help="intra-op threads (1: fastest for this small model on a shared machine)"
     )
     args = parser.parse_args()
+    if args.smoke:
+        args.repeats, args.calib = 1, 8
+    budgets = (1.5,) if args.smoke else (2.5, 2.0, 1.5)
     torch.set_num_threads(args.threads)
 
     import zoo
@@ -55,7 +62,7 @@ def main() -> None:
     torch.manual_seed(0)
     fp = zoo.load("gemq.wiki_fp", pretrained=True).model.eval()
     corpus = wiki_corpus(4096)
-    calibration = calibration_set(corpus.train, 64, 128, seed=0)
+    calibration = calibration_set(corpus.train, args.calib, 128, seed=0)
     names = [layer.name for layer in find_moe_layers(fp)]
 
     def forward_backward():
@@ -104,7 +111,7 @@ def main() -> None:
     latency = {"float": {"prefill_s": _median_time(lambda: prefill(fp), args.repeats)}}
     latency["float"]["decode_step_s"] = _median_time(decode_step(fp), args.repeats * 4)
     packed_models = {}
-    for budget in (2.5, 2.0, 1.5):
+    for budget in budgets:
         packed = copy.deepcopy(fp)
         quantize_(packed, quant_config(names, allocate(importance, budget, "ilp"), GEMQConfig(method="rtn")))
         packed_models[budget] = packed

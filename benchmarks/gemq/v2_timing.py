@@ -1,17 +1,15 @@
-"""GEMQ issue-32 timing probe: seconds per step of each piece of the v2 plan, measured on small inputs.
+"""GEMQ split-v2 timing: seconds of each piece of the v2 evaluation and of a base's training step, on small inputs.
 
-    nice -n 19 .venv/bin/python benchmarks/gemq_v2_timing.py --json out.json [--calib 64] [--steps 5]
+    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/gemq/v2_timing.py [--calib 64] [--steps 5] [--json out.json]
+    (--smoke: 8 calibration windows, one step)
 
 Measures with one intra-op thread (what the recipes and the evaluation use):
 
 * base pretraining: seconds per AdamW step (batch 16 x 128, forward + backward + step) of the two v2 base
   architectures (``recipes/gemq/wiki2_mixtral_fp.yaml``, ``wiki2_qwen2moe_fp.yaml``), randomly initialised;
-* on the published v1 base (the v2 bases do not exist yet; same Mixtral size): importance statistics, one GPTQ
-  quantization at 2.0 bits, RTN, scoring 32 windows (packed and float), the teacher's routing, and router alignment
-  steps, on ``--calib`` calibration windows of split v2 (the costs that grow with the calibration set are linear
-  in it).
-
-Extrapolate to the full plan with the formulas printed under ``plan`` (the next-session script's estimates).
+* on the published v2 Mixtral base: importance statistics, one GPTQ quantization at 2.0 bits, RTN, scoring 32 windows
+  (packed and float), the teacher's routing, and router alignment steps, on ``--calib`` calibration windows of split
+  v2 (the costs that grow with the calibration set are linear in it: multiply by 640 / ``--calib`` for the card's).
 """
 
 from __future__ import annotations
@@ -20,6 +18,7 @@ import argparse
 import copy
 import json
 import time
+from pathlib import Path
 
 import torch
 
@@ -61,7 +60,10 @@ def main() -> None:
     parser.add_argument("--calib", type=int, default=64)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--smoke", action="store_true", help="the smallest run: 8 calibration windows, one step")
     args = parser.parse_args()
+    if args.smoke:
+        args.calib, args.steps = 8, 1
     torch.set_num_threads(1)
 
     import zoo
@@ -76,7 +78,7 @@ def main() -> None:
     out: dict = {"threads": 1, "calib_sequences": args.calib}
     for kind in ("mixtral", "qwen2_moe"):
         out[f"base_step_s_{kind}"] = round(base_step_seconds(kind, args.steps), 3)
-    fp = zoo.load("gemq.wiki_fp", pretrained=True).model.eval()
+    fp = zoo.load("gemq.wiki2_mixtral_fp", pretrained=True).model.eval()
     splits = wiki_splits(4096)
     cal = calibration_windows(splits.calibration, args.calib, 128, 0)
     val = chunk(splits.validation, 128)[:32]
@@ -97,11 +99,9 @@ def main() -> None:
     )
     out["align_step_s"] = (out["align_steps_plus_2_scores_s"] - 2 * out["score_packed_32_s"]) / args.steps
     out = {k: round(v, 3) if isinstance(v, float) else v for k, v in out.items()}
-    text = json.dumps(out, indent=1)
-    print(text)
+    print(json.dumps(out, indent=1))
     if args.json:
-        with open(args.json, "w") as handle:
-            handle.write(text + "\n")
+        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
 
 
 if __name__ == "__main__":
