@@ -30,7 +30,7 @@ class AmideLibraryDataModule(pl.LightningDataModule):
         oracle: ``validation`` (CDK2 ligands at even file positions; tuning) or ``test`` (odd positions; the card).
         batch_size: Surrogate training batch.
         seed: Seed of the training-set shuffles.
-        cache_dir: Cache folder (default :func:`zoo.boba.library.cache_root`).
+        cache_dir: Cache folder (default ``zoo._paths.cache_dir("boba")``, see :func:`zoo.boba.library.library_folder`).
     """
 
     def __init__(

@@ -1,6 +1,6 @@
 """Docking demo (not gating): BOBA against random screening with AutoDock Vina on HIV protease 1HVR.
 
-The issue's demo: 48 dockings per strategy (a 16-molecule initial design, then 2 rounds of 16) on a small amide
+The spec's demo: 48 dockings per strategy (a 16-molecule initial design, then 2 rounds of 16) on a small amide
 library, BOBA-UCB over its acid arms against random screening, same seed, same initial design.
 
 Choices (all reconstructed; nothing here feeds the card's gated numbers):
@@ -10,7 +10,7 @@ Choices (all reconstructed; nothing here feeds the card's gated numbers):
   templates) into a rigid PDBQT. The box is a 20 A cube on XK2's centroid; Vina's maps are computed once.
 - Ligands: RDKit ETKDG conformer (``randomSeed=0``), meeko ``MoleculePreparation``, Vina's ``vina`` scoring
   function, exhaustiveness 4, one pose, ``seed=0``. The oracle value is minus the Vina score (kcal/mol), so that
-  higher is better as in the campaign; scores are cached by InChIKey in ``cache_root()/vina_1hvr.json``, so a
+  higher is better as in the campaign; scores are cached by InChIKey in ``cache_dir("boba")/vina_1hvr.json``, so a
   molecule is docked once across strategies and runs.
 - Library: 16 acids x 16 amines drawn (seed 0) from the claim library's blocks with at most 9 heavy atoms each
   (products of at most ~18 heavy atoms, a few seconds per docking on 2 cores); arms are the 16 acids.
@@ -259,10 +259,10 @@ def run_campaign(
 
 def run_demo(seeds: tuple[int, ...] = (0,), folder: Path | None = None, exhaustiveness: int = EXHAUSTIVENESS):
     """BOBA-UCB and random screening with Vina on 1HVR, each seed with its own oracle counter and shared cache."""
-    from zoo.boba.library import cache_root
+    from zoo._paths import cache_dir
 
     require_docking()
-    folder = folder or cache_root()
+    folder = folder or cache_dir("boba")
     library = demo_library()
     results = {}
     for seed in seeds:

@@ -364,11 +364,12 @@ def random_partition(acid_ids: np.ndarray, seed: int = 0) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------------- cache
 
 
-def cache_root() -> Path:
-    """``$ZOO_BOBA_CACHE``, else ``$XDG_CACHE_HOME/icml26-zoo/boba`` (``~/.cache``): outside git, rebuilt on demand."""
-    if os.environ.get("ZOO_BOBA_CACHE"):
-        return Path(os.environ["ZOO_BOBA_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "icml26-zoo" / "boba"
+def library_folder(spec: LibrarySpec, root: Path | None = None) -> Path:
+    """Where the library of ``spec`` is cached: ``cap<cap>-<key>/`` under ``root`` (default
+    ``zoo._paths.cache_dir("boba")``, outside git, rebuilt on demand)."""
+    from zoo._paths import cache_dir
+
+    return (root or cache_dir("boba", create=False)) / f"cap{spec.cap}-{spec.key()}"
 
 
 @dataclass
@@ -424,8 +425,8 @@ def build_arrays(library: AmideLibrary, progress: bool = False) -> dict[str, np.
 
 
 def load_library(spec: LibrarySpec = LibrarySpec(), root: Path | None = None, progress: bool = False) -> LibraryArrays:  # noqa: B008
-    """The cached library of ``spec``, enumerating it once (``cache_root()/cap<cap>-<key>/``) if absent."""
-    folder = (root or cache_root()) / f"cap{spec.cap}-{spec.key()}"
+    """The cached library of ``spec``, enumerating it once (:func:`library_folder`) if absent."""
+    folder = library_folder(spec, root)
     if not (folder / "info.json").is_file():
         library = AmideLibrary(spec)
         arrays = build_arrays(library, progress=progress)

@@ -2,7 +2,7 @@
 
 Paper: *Target-Aware Bandit Allocation for Scalable Surrogate Optimization in Chemical Space* (Haddadnia ...
 Strieth-Kalthoff, Arthanari), arXiv:2606.26657. No code was published; the method is reconstructed (R) from the
-abstract and a third-party summary, following ../shared/papers/08-boba.md and issue 24. Plain numpy / torch in
+abstract and a third-party summary, following ../shared/papers/08-boba.md and its spec. Plain numpy / torch in
 :mod:`.library` (enumeration, fingerprints, oracles, partitions, cache), :mod:`.surrogate` (the ensemble) and
 :mod:`.bandit` (the campaign); this file is the Lightning shape.
 
@@ -49,12 +49,12 @@ Reconstruction choices and deviations (R):
 9. Acquisition: the top B by ``mean + beta sigma`` among the scored candidates; every scored candidate counts as
    one surrogate inference. ``full_greedy`` (MolPAL-style) scores every unlabelled molecule each round with the
    same surrogate and acquisition; ``random`` labels B random molecules and trains nothing.
-10. Budget: 1% initial + 6 rounds of **0.35%** (3.1% labelled, 1,409 oracle calls), not the issue's 6 rounds of
+10. Budget: 1% initial + 6 rounds of **0.35%** (3.1% labelled, 1,409 oracle calls), not the spec's 6 rounds of
     1%. At 1% the oracle left no headroom (``full_greedy`` found 97.9% of the test top 1%, 90.6% on validation), and
-    the issue says to shrink the budget until ``full_greedy`` is at most 85%: the batch per round was lowered on the
+    the spec says to shrink the budget until ``full_greedy`` is at most 85%: the batch per round was lowered on the
     **validation** oracle (seed 100; 0.5% gave 0.757, 0.35% gave 0.667) to the first value with validation recall
     <= 0.70, a margin because at 1% the test oracle's recall ran 0.07 above the validation oracle's. The initial
-    design (1%) and R = 6 are unchanged; the module's defaults stay at the issue's 1%, the recipe sets 0.35%.
+    design (1%) and R = 6 are unchanged; the module's defaults stay at the spec's 1%, the recipe sets 0.35%.
 11. Tuning (``python -m zoo.boba.tune``, validation oracle, validation seeds): c, m, the reward rule and beta for
     BOBA, beta and the epochs for ``full_greedy``, the same number of trials each (a seeded random sample of
     BOBA's grid, the full grid of ``full_greedy``'s); BOBA's criterion is validation recall among configurations

@@ -1,14 +1,15 @@
 """Tune BOBA and ``full_greedy`` on the **validation** oracle with the same number of trials each.
 
 BOBA: c, m, the reward rule and the acquisition beta; ``TRIALS`` configurations: the spec's defaults (c = 0.5,
-m = 0.1, top-k reward, beta = 1) and a seeded sample of the rest of :data:`~zoo.boba.evaluate.BOBA_GRID`.
+m = 0.1, top-k reward, beta = 1) and a seeded sample of the rest of :data:`BOBA_GRID`.
 Criterion: mean validation recall among the configurations that use at most 25% of full-library inference (the
-claim's budget). ``full_greedy``: the full :data:`~zoo.boba.evaluate.FULL_GREEDY_GRID` (beta x epochs), criterion
+claim's budget). ``full_greedy``: the full :data:`FULL_GREEDY_GRID` (beta x epochs), criterion
 mean validation recall. Every trial is a campaign of the boba recipe with ``--data.init_args.oracle=validation``
 and a validation seed (100, ...); the test oracle is never read. Results are merged into ``zoo/boba/tuning.json``
-trial by trial, so the work can be split into locked pieces (``--arm``, ``--trials``).
+trial by trial, so the work can be split into locked pieces (``--arm``, ``--trials``); without ``--arm`` both arms
+are tuned (``zoo reproduce boba`` runs that before the fits: the recipe holds BOBA's winners).
 
-Run: ``flock /tmp/zoo-cpu.lock python -m zoo.boba.tune --arm boba_ucb --trials 0 1 2``.
+Run: ``flock /tmp/zoo-cpu.lock python -m zoo.boba.tune [--arm boba_ucb --trials 0 1 2]``.
 """
 
 from __future__ import annotations
@@ -17,11 +18,20 @@ import argparse
 import itertools
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 
-from zoo.boba.evaluate import BOBA_GRID, FULL_GREEDY_GRID, SEED_ARGS, TRIALS, TUNING_FILE
-
+TUNING_FILE = Path(__file__).with_name("tuning.json")
+SEED_ARGS = ("seed_everything", "model.init_args.seed", "data.init_args.seed")
+BOBA_GRID = {
+    "exploration": [0.05, 0.2, 0.5, 1.0],
+    "arm_fraction": [0.05, 0.1, 0.2],
+    "reward": ["topk", "best"],
+    "acquisition_beta": [0.0, 0.5, 1.0],
+}
+FULL_GREEDY_GRID = {"acquisition_beta": [0.0, 0.5, 1.0], "epochs_per_round": [15, 30]}
+TRIALS = 6
 RECIPE = "recipes/boba/amide_cap14.yaml"
 SPEC_DEFAULT = {"exploration": 0.5, "arm_fraction": 0.1, "reward": "topk", "acquisition_beta": 1.0}
 INFERENCE_BUDGET = 0.25
@@ -47,7 +57,7 @@ def overrides(arm: str, config: dict) -> list[str]:
 
 
 def run_trial(arm: str, config: dict, seed: int) -> dict:
-    from zoo._eval import fit_recipe
+    from zoo.eval.run import fit_recipe
 
     started = time.perf_counter()
     record = fit_recipe(RECIPE, seed, overrides(arm, config), SEED_ARGS).campaign_record
@@ -78,7 +88,7 @@ def choose(arm: str, trials: list[dict], results: dict) -> dict | None:
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arm", choices=("boba_ucb", "full_greedy"), required=True)
+    parser.add_argument("--arm", choices=("boba_ucb", "full_greedy"), help="one arm (default: both)")
     parser.add_argument("--trials", type=int, nargs="+", default=list(range(TRIALS)))
     parser.add_argument("--seeds", type=int, nargs="+", default=[100])
     args = parser.parse_args(argv)
@@ -86,14 +96,15 @@ def main(argv=None) -> dict:
 
     torch.set_num_threads(2)
     record = json.loads(TUNING_FILE.read_text()) if TUNING_FILE.is_file() else {}
-    record.setdefault("results", {}).setdefault(args.arm, {})
-    trials = boba_trials() if args.arm == "boba_ucb" else full_greedy_trials()
-    for i in args.trials:
-        for seed in args.seeds:
-            result = run_trial(args.arm, trials[i], seed)
-            record["results"][args.arm].setdefault(str(i), {})[str(seed)] = result
-            print(args.arm, i, trials[i], seed, result, flush=True)
-            _write(record, trials if args.arm == "boba_ucb" else boba_trials(), full_greedy_trials())
+    for arm in [args.arm] if args.arm else ["boba_ucb", "full_greedy"]:
+        record.setdefault("results", {}).setdefault(arm, {})
+        trials = boba_trials() if arm == "boba_ucb" else full_greedy_trials()
+        for i in args.trials:
+            for seed in args.seeds:
+                result = run_trial(arm, trials[i], seed)
+                record["results"][arm].setdefault(str(i), {})[str(seed)] = result
+                print(arm, i, trials[i], seed, result, flush=True)
+                _write(record, boba_trials(), full_greedy_trials())
     return record
 
 
