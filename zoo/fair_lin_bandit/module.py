@@ -90,12 +90,13 @@ import numpy as np
 import torch
 
 from zoo._distributed import refuse_distributed
+from zoo._inference import PretrainedMixin
 from zoo.fair_lin_bandit.instances import check_instance
 from zoo.fair_lin_bandit.policies import ALGORITHMS, run_episode
 from zoo.fair_lin_bandit.regret import P_TAGS, check_p, regret_table
 
 
-class FairLinBanditModule(pl.LightningModule):
+class FairLinBanditModule(PretrainedMixin, pl.LightningModule):
     """A linear bandit algorithm run on the instances of a datamodule; no gradients, no weights.
 
     Args:

@@ -18,11 +18,14 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.fair_lin_bandit.evaluate import C1_GRID, LINNASH_GRID, TUNING_FILE, VALIDATION_SEEDS
 from zoo.fair_lin_bandit.instances import DATASETS, build_instance
 from zoo.fair_lin_bandit.policies import ALGORITHMS, make_policy, simulate
 from zoo.fair_lin_bandit.regret import p_means_regret
 
+TUNING_FILE = Path(__file__).with_name("tuning.json")
+C1_GRID = (0.25, 0.5, 1.0, 2.0)
+LINNASH_GRID = (0.5, 1.0, 2.0, 3.0)
+VALIDATION_SEEDS = tuple(range(100, 110))
 TUNED_ARMS = ("fair_pe", "fair_ucb", "linnash")
 
 

@@ -6,7 +6,8 @@ Prints rounds per second (rounds x runs / wall time) and the ratios, measured in
 * OFUL with a fixed beta on K orthogonal arms vs MABWiser's ``LinUCB`` (per-arm ridge, constant context),
   which picks the same arms there (tests/fair_lin_bandit/test_policies.py), one round at a time.
 
-Run: ``flock /tmp/zoo-cpu.lock python benchmarks/fair_lin_bandit_speed.py [--horizon 5000 --seeds 8]``
+Run: ``flock /tmp/zoo-cpu.lock python benchmarks/fair_lin_bandit/speed.py [--horizon 5000 --seeds 8]``
+(``--smoke``: T = 300 and 2 seeds, which checks that it runs in seconds).
 """
 
 from __future__ import annotations
@@ -65,14 +66,16 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--horizon", type=int, default=5000)
     parser.add_argument("--seeds", type=int, default=8)
+    parser.add_argument("--smoke", action="store_true", help="T = 300, 2 seeds: checks that it runs")
     args = parser.parse_args(argv)
+    horizon, seeds = (300, 2) if args.smoke else (args.horizon, args.seeds)
     for algorithm in ("fair_ucb", "fair_pe"):
-        batched, looped = batched_vs_loop(algorithm, args.horizon, args.seeds)
+        batched, looped = batched_vs_loop(algorithm, horizon, seeds)
         print(
             f"{algorithm}: batched {batched:,.0f} rounds/s, seed loop {looped:,.0f} rounds/s, "
-            f"ratio {batched / looped:.1f}x ({args.seeds} seeds, T={args.horizon})"
+            f"ratio {batched / looped:.1f}x ({seeds} seeds, T={horizon})"
         )
-    ours, theirs = oful_vs_mabwiser(min(args.horizon, 2000))
+    ours, theirs = oful_vs_mabwiser(min(horizon, 2000))
     if theirs is None:
         print(f"OFUL {ours:,.0f} rounds/s; MABWiser not installed (pip install mabwiser)")
     else:
