@@ -48,7 +48,7 @@ Reconstruction choices and deviations (R):
    noise is not drawn. When the table reaches ``k`` keys inside a chunk, the kernel stops right after that update,
    the rate halves, and the rest of the chunk draws new coins (the unused draws are discarded, never reused).
    The one-key path runs the same kernel on one update.
-8. Space-bounded headline (issue 19): the registry's ``robust`` starts at rate 1 (every key stored: exact
+8. Space-bounded headline (the spec): the registry's ``robust`` starts at rate 1 (every key stored: exact
    counting plus noise) and halves whenever ``k`` keys are stored, so it never holds more than ``k`` keys.
    ``k``, the initial rate and the warm-up ``F_min`` come from :func:`~.sketches.calibrate` for a target
    accuracy ``alpha`` from the tree's known noise variance (worst case over the nodes); ``alpha = 0.1`` was

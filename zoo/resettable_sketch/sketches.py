@@ -282,7 +282,7 @@ def calibrate(
 
     With the defaults (``alpha = 0.15``, ``eps = 1``, ``2**20 - 1`` updates, ``z = 2``, ``s = 4``): ``L = 20``,
     ``sigma = 506``, ``N* = 6,836``, ``k = 13,672``, ``p0 = 1``, ``F_min = 6,836``. The bound is on the error
-    relative to the current ``F``; the issue's error is relative to the prefix maximum, which is larger, so it
+    relative to the current ``F``; the spec's error is relative to the prefix maximum, which is larger, so it
     holds a fortiori. It is worst-case in the popcount (on average half the nodes are used) and in ``s``
     (``4 - 2p``), and it assumes cardinality's weights (``w = 1`` for a stored key seen once): a stream whose
     stored keys are mostly seen many times (words) keeps ``N`` below ``k / 2`` and errs more.

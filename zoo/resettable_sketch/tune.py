@@ -1,16 +1,16 @@
-"""Choose the space-bounded sketch's target accuracy ``alpha`` on validation seeds (never the eval's seeds 0-4).
+"""Choose the space-bounded sketch's target accuracy ``alpha`` and the baselines' parameters on validation seeds.
 
 For each ``alpha`` of the grid, :func:`~zoo.resettable_sketch.sketches.calibrate` gives ``k``, the rate and
 ``f_min``; the calibrated sketch then plays both adaptive attacks and the Wikipedia word stream on validation
-seeds 100-104 (streams and sketch randomness both seeded there). The chosen ``alpha`` is the largest (the
-smallest ``k``) for which every validation seed keeps >= 95% of post-warm-up probes within 0.15 under both
-attacks and ends the word stream within 0.1. The baselines get the same number of trials (the harness's rule):
-``hash_threshold``'s rate in {0.2, 0.5} and DataSketches theta's lg_k in {11, 12}, each chosen by its mean final
-error over both attacks on validation seeds 100-101 (two seeds: theta's A-not-B estimate after every probe is
-slow). Writes the trials to ``benchmarks/resettable_sketch_calibration.json``.
-Run under the shared CPU lock (about a minute per alpha):
+seeds 100-104 (streams and sketch randomness both seeded there; never the evaluation's seeds 0-4). The chosen
+``alpha`` is the largest (the smallest ``k``) for which every validation seed keeps >= 95% of post-warm-up probes
+within 0.15 under both attacks and ends the word stream within 0.1. The baselines get the same number of trials
+(the harness's rule): ``hash_threshold``'s rate in {0.2, 0.5} and DataSketches theta's lg_k in {11, 12}, each
+chosen by its mean final error over both attacks on validation seeds 100-101 (two seeds: theta's A-not-B estimate
+after every probe is slow). Writes the trials and the choices to ``zoo/resettable_sketch/tuning.json``, which
+``evaluate.py`` reads (``alpha``, ``hash_rate``, ``theta_lg_k``). About a minute per alpha:
 
-    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/resettable_sketch_calibration.py
+    flock /tmp/zoo-cpu.lock .venv/bin/python -m zoo.resettable_sketch.tune
 """
 
 from __future__ import annotations
@@ -19,22 +19,22 @@ import argparse
 import json
 from pathlib import Path
 
-from zoo.resettable_sketch.evaluate import FRAC, PROTOCOL, arm_factories, attack, run_stream
-from zoo.resettable_sketch.sketches import HashThresholdSketch, ThetaSketch, calibrate
-from zoo.resettable_sketch.streams import word_stream
-
+TUNING_FILE = Path(__file__).with_name("tuning.json")
 SEEDS = (100, 101, 102, 103, 104)
 BASELINE_SEEDS = (100, 101)
-BASELINES = {
-    "hash_threshold": ("rate", (0.2, 0.5), lambda rate, seed: HashThresholdSketch("card", rate, seed=seed)),
-    "datasketches_theta": ("lg_k", (11, 12), lambda lg_k, seed: ThetaSketch(lg_k, seed=9001 + seed)),
-}
 
 
 def tune_baselines(settings: dict) -> dict:
     """Each baseline's value with the lowest mean final error over both attacks on the validation seeds."""
+    from zoo.resettable_sketch.evaluate import attack
+    from zoo.resettable_sketch.sketches import HashThresholdSketch, ThetaSketch
+
+    baselines = {
+        "hash_threshold": ("rate", (0.2, 0.5), lambda rate, seed: HashThresholdSketch("card", rate, seed=seed)),
+        "datasketches_theta": ("lg_k", (11, 12), lambda lg_k, seed: ThetaSketch(lg_k, seed=9001 + seed)),
+    }
     out = {}
-    for arm, (name, grid, factory) in BASELINES.items():
+    for arm, (name, grid, factory) in baselines.items():
         trials = []
         for value in grid:
             errors = [
@@ -54,12 +54,16 @@ def tune_baselines(settings: dict) -> dict:
     return out
 
 
-def main() -> None:
+def main(argv=None) -> dict:
+    from zoo.resettable_sketch.evaluate import FRAC, PROTOCOL, arm_factories, attack, run_stream
+    from zoo.resettable_sketch.sketches import calibrate
+    from zoo.resettable_sketch.streams import word_stream
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--alphas", type=float, nargs="+", default=[0.15, 0.1])
-    parser.add_argument("--out", default=str(Path(__file__).with_suffix(".json")))
-    parser.add_argument("--skip-baselines", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument("--out", default=str(TUNING_FILE))
+    parser.add_argument("--skip-baselines", action="store_true", help="keep the baselines' record in --out")
+    args = parser.parse_args(argv)
     base = {key: setting.default for key, setting in PROTOCOL.settings.items()}
     trials = []
     for alpha in args.alphas:
@@ -81,13 +85,16 @@ def main() -> None:
         trials.append({"alpha": alpha, "k": cal.k, "rate": cal.rate, "f_min": cal.f_min, "passes": ok, "runs": runs})
     passing = [t for t in trials if t["passes"]]
     chosen = max(passing, key=lambda t: t["alpha"])["alpha"] if passing else None
+    previous = json.loads(Path(args.out).read_text()) if Path(args.out).is_file() else {}
     record = {"seeds": SEEDS, "chosen_alpha": chosen, "trials": trials}
-    Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
-    print("chosen alpha:", chosen, flush=True)
-    if not args.skip_baselines:
+    if args.skip_baselines:
+        record.update({key: previous[key] for key in ("baselines", "baseline_seeds") if key in previous})
+    else:
         record["baselines"] = tune_baselines(base)
         record["baseline_seeds"] = BASELINE_SEEDS
-        Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
+    Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
+    print("chosen alpha:", chosen, {arm: b["chosen"] for arm, b in record.get("baselines", {}).items()}, flush=True)
+    return record
 
 
 if __name__ == "__main__":
