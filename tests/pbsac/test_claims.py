@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from zoo._eval import run_eval
+from zoo.eval.engine import Request, evaluation, measure
+from zoo.eval.result import assemble
 
 
 @pytest.mark.slow
 def test_pbsac_certificates_separate_learning_and_cover():
-    result = run_eval("pbsac.pendulum")
+    ev = evaluation("pbsac.pendulum")
+    protocol = ev.protocol
+    pieces = measure(ev.entry.name, Request())
+    result = assemble(protocol, ev.entry.name, pieces, protocol.resolve(), seeds=protocol.seeds)
     by_id = {claim["id"]: claim for claim in result["claims"]}
     for claim_id in (
         "return_rel_gap",

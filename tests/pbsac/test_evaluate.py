@@ -1,7 +1,8 @@
-"""The evaluation's protocol: settings overrides, the reference arms, and the claims' logic (fast)."""
+"""The evaluation's protocol: settings overrides, the arms on both tasks, and the claims' logic (fast)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,14 +11,47 @@ import yaml
 
 import zoo
 from zoo._errors import ZooError
-from zoo._eval import Run, paper_arms, summarise
 from zoo._recipes import resolve_recipe
-from zoo.pbsac.evaluate import PROTOCOL, claims, measure
+from zoo._serialization import read_config
+from zoo.eval import Run
+from zoo.eval.engine import evaluation, measure_task
+from zoo.eval.result import summarise
+from zoo.pbsac.evaluate import MCC_RECIPE, PROTOCOL, SAC_ARGS, UNTRAINED_ARGS, claims
 from zoo.pbsac.sac import ReplayBuffer
 
 
+class FakeRun(Run):
+    """A Run that records the fits it is asked for and returns untrained agents with a made-up certificate."""
+
+    def __init__(self, seed: int = 0, **overrides):
+        super().__init__(PROTOCOL, "pbsac", seed, PROTOCOL.resolve(overrides), evaluation("pbsac").entries)
+        self.trained: list[tuple[str, list[str]]] = []
+
+    def fit(self, recipe, overrides=()):
+        from zoo.pbsac.module import PBSACModule
+
+        args = [*self.recipe_overrides(), *overrides]
+        self.trained.append((recipe, args))
+        bayesian = "sac_" not in recipe and "--model.init_args.bayesian=false" not in args
+        env = "MountainCarContinuous-v0" if recipe == MCC_RECIPE else "Pendulum-v1"
+        module = PBSACModule(env_id=env, bayesian=bayesian, certificate_episodes=int(bayesian)).eval()
+        if bayesian:  # what the final certificate phase of a fit records
+            module.certificates = [_certificate(0.3, final=True)]
+        return module
+
+
+def _certificate(value: float, final: bool = False) -> dict:
+    return {"step": 15_000, "final": final, "value": value, "iid_value": value / 2, "kl": 0.01,
+            "empirical_risk": 0.1, "prior_risk": 0.2, "fresh_loss": 0.1, "return_bound": -500.0,
+            "policy_certificate": 0.4, "covered": True, "iid_covered": True, "return_covered": False}  # fmt: skip
+
+
 def _run(seed: int = 0, **overrides) -> Run:
-    return Run(paper_arms("pbsac"), PROTOCOL, seed, PROTOCOL.resolve(overrides))
+    return FakeRun(seed, **overrides)
+
+
+def measure(arm: str, run: Run) -> dict[str, float]:
+    return measure_task(PROTOCOL, run, (arm,))[arm]
 
 
 def test_eval_episodes_setting_changes_what_is_measured():
@@ -36,6 +70,45 @@ def test_exploration_task_can_be_left_out_without_retraining_pendulum():
     assert set(with_task) == {"return_mean", "mcc_return_mean"} and set(without) == {"return_mean"}
     assert -60 < with_task["mcc_return_mean"] < 0  # -0.1 a^2 per step, the hilltop never reached at random
     assert _run(mcc_total_steps=20_000).uses_published("pbsac")  # MountainCar is never published
+
+
+def test_every_trained_arm_measures_both_tasks_from_its_own_fits():
+    """Pendulum from the arm's entry recipe (or pbsac's + its switches), MountainCar from its recipe of no entry."""
+    run = _run(1, eval_episodes=1)
+    scores = {arm: measure(arm, run) for arm in ("pbsac", "sac", "pbsac_no_exploration", "reference_untrained")}
+    mcc = ["--data.init_args.total_steps=15000", "--model.init_args.kappa_anneal_steps=15000"]
+    pendulum, sac = "recipes/pbsac/pendulum.yaml", "recipes/pbsac/sac_pendulum.yaml"
+    assert run.trained == [
+        (pendulum, []), (MCC_RECIPE, mcc),
+        (sac, []), (MCC_RECIPE, [*mcc, *SAC_ARGS]),
+        (pendulum, ["--model.init_args.kappa=0"]), (MCC_RECIPE, [*mcc, "--model.init_args.kappa=0"]),
+        (pendulum, list(UNTRAINED_ARGS)), (MCC_RECIPE, [*mcc, *UNTRAINED_ARGS]),
+    ]  # fmt: skip
+    assert set(scores["sac"]) == {"return_mean", "mcc_return_mean"}  # no posterior, no certificate
+    for arm in ("pbsac", "pbsac_no_exploration", "reference_untrained"):
+        assert scores[arm]["certificate"] == scores[arm]["mcc_certificate"] == 0.3
+        assert scores[arm]["coverage"] == 1.0 and scores[arm]["return_coverage"] == 0.0
+    assert set(run.extras["mcc_certificates"]) == {"pbsac", "pbsac_no_exploration", "reference_untrained"}
+    assert len(run.extras["episode_returns"]["sac"]) == len(run.extras["mcc_episode_returns"]["sac"]) == 1
+
+
+def test_seed_0_scores_the_published_agent_with_the_certificates_of_its_fit(hf_cache, hf_offline):
+    """The certificate history travels in config.json and back (import_files): the card's seed-0 numbers."""
+    run = _run(0, mcc_total_steps=0)
+    assert run.uses_published("pbsac") and not run.uses_published("pbsac_no_exploration")
+    scores = measure("pbsac", run)
+    assert run.trained == []  # nothing trained: Pendulum is the published checkpoint, MountainCar left out
+    published = json.loads((zoo.get_entry("pbsac.pendulum").mirror_dir / "metrics.json").read_text())
+    seed0 = {k: v for k, v in published["per_seed"]["pbsac"]["0"].items() if not k.startswith("mcc_")}
+    assert scores.keys() == seed0.keys()
+    assert scores == pytest.approx(seed0, rel=1e-5, abs=1e-6)
+
+
+def test_published_certificate_history_reads_back_as_stored(hf_cache, hf_offline):
+    folder = zoo.get_entry("pbsac.pendulum").mirror_dir
+    history = read_config(folder)["metadata"]["certificates"]
+    assert zoo.load("pbsac.pendulum", pretrained=True).certificates == history and history[-1]["final"]
+    assert zoo.load("pbsac.sac_pendulum", pretrained=True).certificates == []
 
 
 @pytest.mark.parametrize("name", ["pbsac.pendulum", "pbsac.sac_pendulum"])
@@ -132,3 +205,7 @@ def test_claims_on_both_tasks():
     assert by_id["mcc_return_vs_sac"].holds and by_id["mcc_return_vs_sac"].value == pytest.approx(29.0)
     per_seed["pbsac"]["1"]["certificate"] = 1.2  # one vacuous seed fails the claim
     assert not {c.id: c for c in claims(_result(per_seed))}["certificate_non_vacuous"].holds
+    kinds = {claim.id: claim.kind for claim in claims(_result(per_seed))}
+    assert {kinds[i] for i in ("kl_positive", "coverage", "mcc_reaches_goal")} == {"validity"}
+    assert {kinds[i] for i in ("return_rel_gap", "certificate_non_vacuous", "coverage_iid_lower")} == {"paper"}
+    assert {claim.arm for claim in claims(_result(per_seed))} == {"pbsac"}

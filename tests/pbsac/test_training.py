@@ -45,6 +45,21 @@ def test_pendulum_fit_logs_certificates_and_counts_steps():
     assert meta["certificate"]["step"] == 400 and meta["certificate"]["n"] == 400 and meta["certificate"]["kl"] > 0
 
 
+def test_certificate_history_survives_an_export_and_a_new_fit_starts_its_own(tmp_path):
+    """A fit the harness stores is reloaded with zoo.load_folder: its certificates must come back with it."""
+    import zoo
+
+    pl.seed_everything(1, verbose=False)
+    module = PBSACModule(learning_starts=50, batch_size=16, certificate_episodes=2, certificate_posterior_steps=2,
+                         check_episodes=1)  # fmt: skip
+    _fit(module, total_steps=100, steps_per_batch=100)
+    zoo.save_pretrained(module, tmp_path)
+    loaded = zoo.load_folder(tmp_path)
+    assert loaded.certificates == module.certificates and [c["final"] for c in loaded.certificates] == [True]
+    _fit(loaded, total_steps=100, steps_per_batch=100)  # fine-tuning certifies its own end, from a fresh history
+    assert [(c["step"], c["final"]) for c in loaded.certificates] == [(200, True)]
+
+
 def test_final_certificate_phase_keeps_the_certified_posterior_and_nothing_else():
     pl.seed_everything(1, verbose=False)
     module = PBSACModule(learning_starts=50, batch_size=16, certificate_episodes=2, certificate_posterior_steps=5,

@@ -213,6 +213,7 @@ class PBSACModule(PretrainedMixin, pl.LightningModule):
         self._episode_return = 0.0
         self.buffer = ReplayBuffer(h.buffer_size, self.obs_dim, self.act_dim)
         self._raw_optimizers = tuple(opt.optimizer for opt in self.optimizers())
+        self.certificates = []  # a history read back from a folder belongs to the fit that wrote it
 
     def on_fit_end(self) -> None:
         if self._env is not None:
@@ -340,6 +341,12 @@ class PBSACModule(PretrainedMixin, pl.LightningModule):
         self.log("val/return", float(self.evaluate_returns(seeds).mean()), prog_bar=True, batch_size=1)
 
     # ------------------------------------------------------------------ export
+
+    def import_files(self, folder) -> None:
+        """Read the certificate history back from config.json's metadata (what :meth:`export_metadata` wrote)."""
+        from zoo._serialization import read_config
+
+        self.certificates = list(read_config(folder).get("metadata", {}).get("certificates", []))
 
     def export_metadata(self) -> dict:
         """The last certificate (value, n, t_mix, delta, check) and the whole certificate history."""

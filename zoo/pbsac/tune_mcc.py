@@ -1,4 +1,4 @@
-"""MountainCarContinuous validation trials of the exploration strength (issue 17): ``python -m zoo.pbsac.tune_mcc``.
+"""MountainCarContinuous validation trials of the exploration strength: ``python -m zoo.pbsac.tune_mcc``.
 
 Each trial trains recipes/pbsac/mountain_car.yaml (15k steps) with training seed 100, which no evaluation seed
 uses, and scores the deterministic policy on 10 episodes from environment seeds 3e6 + i (the evaluation uses
@@ -29,7 +29,7 @@ def trial(arm: str, value: float, episodes: int = 10) -> dict:
     import numpy as np
     import torch
 
-    from zoo._eval import fit_recipe
+    from zoo.eval.run import fit_recipe
     from zoo.pbsac.evaluate import MCC_RECIPE, SAC_ARGS
     from zoo.pbsac.rollout import episode_returns
 

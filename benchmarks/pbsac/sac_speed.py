@@ -3,11 +3,12 @@
 All agents run in this one process with the same settings: 2 x 128 MLPs, batch 128, Adam 3e-4,
 1000 uniform random steps, then one gradient update per environment step, gamma 0.99, tau 0.005,
 automatic temperature, and the same number of torch intra-op threads. Time is the whole training call
-(SB3 ``learn``; our ``Trainer.fit``), random warm-up included. PB-SAC runs without certificates here
-(certificate_every=0) so that only the training loop is timed.
+(SB3 ``learn``; our ``Trainer.fit``), random warm-up included. Neither zoo agent runs a certificate phase here
+(certificate_episodes=0, check_episodes=0), so that only the training loop is timed.
 
-    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/pbsac_sac_speed.py            # threads 1 and 2
-    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/pbsac_sac_speed.py --steps 6000 --threads 1
+    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/pbsac/sac_speed.py            # threads 1 and 2
+    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/pbsac/sac_speed.py --steps 6000 --threads 1
+    .venv/bin/python benchmarks/pbsac/sac_speed.py --smoke                            # 1200 steps, 1 thread
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ def zoo_steps_per_second(steps: int, seed: int, bayesian: bool, threads: int) ->
     from zoo.pbsac.module import PBSACModule
 
     pl.seed_everything(seed, verbose=False)
+    # Plain SAC has no posterior to certify: like pbsac.sac_pendulum it needs certificate_episodes=0.
     module = PBSACModule(
         bayesian=bayesian, bound_weight=1.0 if bayesian else 0.0, kappa=0.5 if bayesian else 0.0,
-        certificate_every=0, num_threads=threads,
+        certificate_every=0, certificate_episodes=0, check_episodes=0, num_threads=threads,
     )  # fmt: skip
     trainer = pl.Trainer(
         max_epochs=1, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
@@ -57,7 +59,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=4000, help="environment steps per agent (>= 1000 warm-up)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="torch intra-op thread counts")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--smoke", action="store_true", help="1200 steps (200 updates), one thread: seconds")
     args = parser.parse_args()
+    if args.smoke:
+        args.steps, args.threads = 1200, [1]
     warnings.filterwarnings("ignore")
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
     import torch
