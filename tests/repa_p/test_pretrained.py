@@ -7,11 +7,12 @@ import json
 import pytest
 
 import zoo
-from zoo._eval import paper_arms
 from zoo._registry import get_entry
-from zoo.repa_p.evaluate import GOLDEN_LIMIT, score_pretrained
+from zoo.eval.engine import Request, evaluation, measure
+from zoo.eval.result import assemble
+from zoo.repa_p.evaluate import GOLDEN_LIMIT, PROTOCOL, score_pretrained
 
-ENTRIES = {arm: entry.name for arm, entry in paper_arms("repa_p").items()}
+ENTRIES = {arm: entry.name for arm, entry in evaluation("repa_p").entries.items()}
 
 
 def test_every_learned_arm_has_its_published_entry():
@@ -41,13 +42,13 @@ def test_published_repa_p_has_no_heads_in_its_weights_but_ships_them_separately(
     from zoo._hub import fetch
     from zoo.repa_p.module import HEADS_FILE
 
-    folder = fetch(ENTRIES["repa_p"])
+    folder = fetch(get_entry(ENTRIES["repa_p"]))
     weights = load_file(str(folder / "model.safetensors"))
     assert not [k for k in weights if "head" in k]
     assert load_file(str(folder / HEADS_FILE))  # for resumed training
-    pidm = load_file(str(fetch(ENTRIES["pidm"]) / "model.safetensors"))
+    pidm = load_file(str(fetch(get_entry(ENTRIES["pidm"])) / "model.safetensors"))
     assert {k: v.shape for k, v in weights.items()} == {k: v.shape for k, v in pidm.items()}
-    assert not (fetch(ENTRIES["pidm"]) / HEADS_FILE).exists()
+    assert not (fetch(get_entry(ENTRIES["pidm"])) / HEADS_FILE).exists()
 
 
 def test_loaded_weights_carry_the_validation_curve_of_their_fit(hf_cache, hf_offline):
@@ -89,11 +90,11 @@ def test_loss_balance_keeps_every_term_within_two_orders_of_magnitude(arm, hf_ca
 
 @pytest.mark.slow
 def test_claim_protocol_retrains_and_reports_every_metric():
-    """``zoo eval repa_p --retrain --seeds 0`` (both arms trained side by side: about 15 min on 2 cores)."""
-    from zoo._eval import run_eval
-
+    """``zoo eval repa_p --retrain --seeds 0 --set target_seeds=0`` (both arms trained: about 25 min on 2 cores)."""
     steps = ("steps_to_residual_target",)
-    result = run_eval("repa_p", seeds=[0], retrain=True, overrides=["target_seeds=0"])
+    overrides = PROTOCOL.parse_overrides(["target_seeds=0"])
+    pieces = measure("repa_p", Request(seeds=(0,), retrain=True, overrides=overrides, fresh=True))
+    result = assemble(PROTOCOL, "repa_p.poisson_32", pieces, PROTOCOL.resolve(overrides), seeds=[0])
     for arm in ("pidm", "repa_p"):
         assert set(result["arms"][arm]) >= {"residual_id", "residual_ood", "mse_id", "mse_ood", *steps}
     assert "golden" not in result["extras"]["0"]  # nothing was scored on the published weights

@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import yaml
 
+import zoo
 from zoo._errors import ZooError
-from zoo._eval import paper_arms, run_eval
+from zoo.eval import Run
+from zoo.eval.engine import Request, evaluation, measure, measure_task
+from zoo.eval.result import assemble
 from zoo.repa_p import evaluate
-from zoo.repa_p.evaluate import CHECK_EVERY, DATA_SEED, PROTOCOL, measure
+from zoo.repa_p.evaluate import CHECK_EVERY, DATA_SEED, PROTOCOL
 from zoo.repa_p.pde import grid_spacing
 
 ROOT = Path(__file__).resolve().parents[2]
-ENTRIES = paper_arms("repa_p")
-DEFAULTS = {key: setting.default for key, setting in PROTOCOL.settings.items()}
+ENTRIES = evaluation("repa_p").entries
+DEFAULTS = PROTOCOL.resolve()
+
+
+def _run(seed: int = 0, **settings) -> Run:
+    return Run(PROTOCOL, "repa_p", seed, PROTOCOL.resolve(settings), ENTRIES)
 
 
 @pytest.mark.parametrize("arm", sorted(ENTRIES))
@@ -43,12 +49,9 @@ def test_published_weights_are_seed_zero_of_the_recipe_at_the_default_settings(a
 
 
 def _reference(arm="reference_zero_field", target=10.0, **settings):
-    run = SimpleNamespace(settings={**DEFAULTS, **settings}, entry=lambda arm: ENTRIES[arm])
-    saved, evaluate.residual_target = evaluate.residual_target, lambda run: target  # PIDM's runs are not needed
-    try:
-        return measure(arm, run)
-    finally:
-        evaluate.residual_target = saved
+    run = _run(**settings)
+    run.memo("residual_target", lambda: target)  # PIDM's runs are not needed
+    return measure_task(PROTOCOL, run, (arm,))[arm]
 
 
 def _zero_field(**settings):
@@ -89,18 +92,47 @@ def test_settings_change_what_is_measured():
     assert _zero_field(test_conditions=4)["mse_id"] != default["mse_id"]
 
 
-def test_set_runs_the_protocol_end_to_end_on_a_cheap_slice(hf_cache, hf_offline):
-    overrides = ["test_conditions=4", "sample_steps=2", "test_splits=id,ood_wall", "target_seeds=0"]
-    result = run_eval("repa_p", seeds=[0], overrides=overrides, arms=["repa_p", "reference_zero_field"])
+def test_set_runs_the_protocol_end_to_end_on_a_cheap_slice(hf_cache, hf_offline, monkeypatch):
+    monkeypatch.setenv("ZOO_EVAL_CACHE", "off")  # measure, never read a stored piece
+    overrides = PROTOCOL.parse_overrides(
+        ["test_conditions=4", "sample_steps=2", "test_splits=id,ood_wall", "target_seeds=0"]
+    )
+    pieces = measure("repa_p", Request(arms=("repa_p", "reference_zero_field"), seeds=(0,), overrides=overrides))
+    result = assemble(
+        PROTOCOL, "repa_p.poisson_32", pieces, PROTOCOL.resolve(overrides), seeds=[0], overrides=overrides
+    )
     assert result["settings"]["test_splits"] == ["id", "ood_wall"]
     assert result["settings"]["overrides"]["sample_steps"] == 2
     assert "residual_ood_wall" not in result["arms"]["repa_p"]  # ood_wall is now the *_ood split
     assert result["arms"]["repa_p"]["steps_to_residual_target"] > 0
-    assert {c["versus"] for c in result["claims"]} == {"reference_zero_field"}
+    claims = PROTOCOL.claims(result)  # the claims of the arms measured: repa_p against the zero field
+    assert {(c.arm, c.versus, c.kind) for c in claims} == {("repa_p", "reference_zero_field", "paper")}
     assert set(result["extras"]["0"]["golden"]) == {"repa_p"}  # seed 0 at default recipe settings: published
     # The target is PIDM's final validation residual (seed 0 only here), read from its published curve.
     pidm = json.loads((ENTRIES["pidm"].mirror_dir / "config.json").read_text())["metadata"]["val_history"]
     assert result["extras"]["0"]["residual_target"] == pytest.approx(pidm[-1]["residual"])
+
+
+def test_residual_target_averages_pidm_fits_of_the_target_seeds_once_per_run(hf_cache, hf_offline, monkeypatch):
+    """Seed 1's target needs PIDM's fits of seeds 0 (published), 1 and 2: through run.for_seed, measured once."""
+    from zoo.repa_p.module import REPAPModule
+
+    trained = []
+
+    def fit(run, recipe, overrides=()):  # the harness's fit, recorded: a module with a made-up final check
+        trained.append((recipe, run.seed))
+        module = REPAPModule(**ENTRIES["pidm"].model_args)
+        module.val_history = [{"step": 5000, "residual": 2.0 + run.seed, "mse": 0.1}]
+        return module
+
+    monkeypatch.setattr(Run, "fit", fit)
+    run = _run(1)
+    published = zoo.load(ENTRIES["pidm"].name, pretrained=True).val_history[-1]["residual"]
+    assert evaluate.residual_target(run) == pytest.approx((published + 3.0 + 4.0) / 3)
+    assert evaluate.residual_target(run) == pytest.approx((published + 3.0 + 4.0) / 3)
+    assert trained == [(ENTRIES["pidm"].pretrained_cfg.recipe, 1), (ENTRIES["pidm"].pretrained_cfg.recipe, 2)]
+    with pytest.raises(ZooError, match="give at least one PIDM seed"):
+        evaluate.residual_target(_run(1, target_seeds=[]))
 
 
 @pytest.mark.parametrize(

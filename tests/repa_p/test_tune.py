@@ -55,3 +55,12 @@ def test_the_recorded_selection_is_what_select_gives_and_what_the_recipes_use():
         assert init["c_res"] == chosen["c_res"]
         assert init.get("late_physics_factor", 1.0) == chosen["late_physics_factor"]
         assert init.get("late_physics_from", 1.0) == chosen["late_physics_from"]
+
+
+def test_tune_does_not_import_the_evaluation():
+    """No import circle: the evaluation reads the tuning record, the tuning never imports the evaluation."""
+    import subprocess
+    import sys
+
+    code = "import sys, zoo.repa_p.tune; assert 'zoo.repa_p.evaluate' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -4,7 +4,8 @@ Prints, for the published architecture (32x32 Poisson U-Net), the forward latenc
 of the exported REPA-P model against PIDM's (they must be equal: the heads are gone), and the time of one
 training step with and without the bottleneck head. Run under the shared CPU lock:
 
-    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/repa_p_overhead.py
+    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/repa_p/overhead.py
+    .venv/bin/python benchmarks/repa_p/overhead.py --smoke     # 2 repeats of a batch of 2: seconds
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import time
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from zoo._eval import paper_arms
+import zoo
 from zoo.repa_p.module import REPAPModule
+
+ENTRIES = {"pidm": "repa_p.pidm_poisson_32", "repa_p": "repa_p.poisson_32"}
 
 
 def _timeit(fn, repeats: int) -> float:
@@ -32,19 +35,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--smoke", action="store_true", help="2 repeats of a batch of 2")
     args = parser.parse_args()
+    repeats, batch = (2, 2) if args.smoke else (args.repeats, args.batch)
     torch.manual_seed(0)
-    entries = paper_arms("repa_p")
-    modules = {arm: REPAPModule(**entries[arm].model_args) for arm in ("pidm", "repa_p")}
-    x0, condition = modules["pidm"].task.generate("train", args.batch, seed=0)
-    t = torch.randint(0, 100, (args.batch,))
+    modules = {arm: REPAPModule(**zoo.get_entry(name).model_args) for arm, name in ENTRIES.items()}
+    x0, condition = modules["pidm"].task.generate("train", batch, seed=0)
+    t = torch.randint(0, 100, (batch,))
     report = {}
     for arm, module in modules.items():
         module.eval()
         with torch.no_grad(), FlopCounterMode(display=False) as flops:
             module(x0, condition, t)
         with torch.no_grad():
-            latency = _timeit(lambda m=module: m(x0, condition, t), args.repeats)
+            latency = _timeit(lambda m=module: m(x0, condition, t), repeats)
         module.train()
         module.attach_heads()  # what fitting does; a no-op for PIDM
         optimizer = torch.optim.Adam(module.parameters(), lr=1e-4)
@@ -55,7 +59,7 @@ def main() -> None:
             loss.backward()
             opt.step()
 
-        train_step = _timeit(step, args.repeats)
+        train_step = _timeit(step, repeats)
         module.detach_heads()  # what the end of fitting does
         report[arm] = {
             "inference_params": sum(p.numel() for p in module.parameters()),
