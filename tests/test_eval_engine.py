@@ -206,3 +206,20 @@ def test_reproduce_lists_its_steps_with_the_last_times(tiny_card, capsys):
                 {"name": "tinytest", "workers": 1, "only": "nope", "start": None, "restart": False, "dry_run": True},
             )()
         )
+
+
+def test_a_timed_arm_is_measured_alone_but_its_fit_is_trained_beforehand_in_a_worker(
+    tiny_entry, eval_cache, monkeypatch
+):
+    import dataclasses
+
+    import tests.tiny.evaluate as tiny
+    from zoo.eval import Arm
+
+    narrow = Arm("tiny_narrow", base="tiny", overrides=("--model.init_args.hidden=4",), timed=True)
+    monkeypatch.setattr(tiny, "PROTOCOL", dataclasses.replace(tiny.PROTOCOL, ablations=(narrow,)))
+    evaluation.cache_clear()
+    _no_training(monkeypatch)  # in this process: the spawned workers train, this one only measures
+    pieces = measure("tinytest", Request(arms=("tiny_narrow",), seeds=(1,), workers=2))
+    assert [(p["arm"], p["cached"]) for p in pieces] == [("tiny_narrow", False)]
+    assert len(list((eval_cache / "fits").glob("*/config.json"))) == 1

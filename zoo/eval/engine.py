@@ -182,6 +182,10 @@ def measure(
     parallel = [task for task in todo if not task.timed] if request.workers > 1 else []
     if parallel:
         _measure_in_workers(context, parallel, request.workers, done)
+    timed = [task for task in todo if task.timed]
+    if request.workers > 1 and timed and cache.root is not None:
+        # a timed piece is measured alone, but the fits it needs can be trained side by side beforehand
+        _measure_in_workers(context, timed, request.workers, lambda pieces: None, _worker_warm)
     for task in todo:
         if task not in parallel:
             done(context.measure(task))
@@ -267,8 +271,10 @@ def measure_task(protocol: Protocol, run: Run, arms: Sequence[str]) -> dict[str,
     return {arm: protocol.score(arm, run.load(arm), run)}
 
 
-def _measure_in_workers(context: _Context, tasks: list[Task], workers: int, done: Callable) -> None:
-    """Measure tasks in ``workers`` spawned processes of one thread each, longest seeds first in order."""
+def _measure_in_workers(
+    context: _Context, tasks: list[Task], workers: int, done: Callable, work: Callable | None = None
+) -> None:
+    """Run ``work`` (default: measure) on tasks in ``workers`` spawned processes of one thread each."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -280,7 +286,7 @@ def _measure_in_workers(context: _Context, tasks: list[Task], workers: int, done
         initargs=(threads,),
     )
     with pool:
-        futures = [pool.submit(_worker_measure, context, task) for task in tasks]
+        futures = [pool.submit(work or _worker_measure, context, task) for task in tasks]
         for future in as_completed(futures):
             done(future.result())
 
@@ -296,12 +302,25 @@ def _init_worker(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def _worker_measure(context: _Context, task: Task) -> list[dict[str, Any]]:
+def _worker_context(context: _Context) -> _Context:
     from zoo._registry import _ENTRIES, _discover
 
     _discover()
     for entry in context.entries:
         _ENTRIES.setdefault(entry.name, entry)
     # one context per process, so that the runs (and their memos) of a seed are shared by its tasks
-    kept = _WORKER_CONTEXT.setdefault(context.name, context)
-    return kept.measure(task)
+    return _WORKER_CONTEXT.setdefault(context.name, context)
+
+
+def _worker_measure(context: _Context, task: Task) -> list[dict[str, Any]]:
+    return _worker_context(context).measure(task)
+
+
+def _worker_warm(context: _Context, task: Task) -> list[dict[str, Any]]:
+    """Train (and store) the fits a timed task's arms load, without measuring anything."""
+    kept = _worker_context(context)
+    protocol, run = evaluation(kept.name).protocol, kept.run(task.seed)
+    for arm in task.arms:
+        if protocol.group(arm) is None and protocol.arm(arm).measure is None:
+            run.load(arm)
+    return []
