@@ -1,24 +1,14 @@
-"""The evaluation's bookkeeping: tuned overrides against the recipes, and (arm, seed) pieces read back."""
+"""The evaluation's bookkeeping: tuned overrides against the recipes, which fit each arm gets, timed arms, claims."""
 
 import json
-from types import SimpleNamespace
 
 import pytest
 
+import zoo
 from zoo.deepha import evaluate as E
-
-
-class _Entry:
-    def __init__(self, recipe):
-        self.pretrained_cfg = SimpleNamespace(recipe=recipe, sha256={}, has_weights=False)
-
-
-def _run(seed=1, settings=None):
-    entries = {"coa_compressed": _Entry("recipes/deepha/babyai.yaml"), "flat": _Entry("recipes/deepha/flat.yaml")}
-    return SimpleNamespace(
-        seed=seed, settings=settings or E.PROTOCOL.resolve(), retrain=False, weights=None, cache={},
-        entry=entries.__getitem__, uses_published=lambda arm, overrides=(): False,
-    )  # fmt: skip
+from zoo.eval import Run
+from zoo.eval.engine import evaluation
+from zoo.eval.result import assemble
 
 
 def test_tuned_overrides_only_name_what_differs_from_the_recipe():
@@ -30,25 +20,64 @@ def test_tuned_overrides_only_name_what_differs_from_the_recipe():
     assert E.tuned_overrides("flat", recipe, record) == []  # an arm not in the record keeps its recipe
 
 
-def test_load_args_share_the_coa_fit_and_switch_the_arm():
-    run = _run()
-    assert E.load_args("coa", run)[0] == E.load_args("coa_compressed", run)[0] == "coa_compressed"
-    key, overrides, base = E.load_args("coa_skill_only", run)
-    assert base == "coa_compressed" and "--model.init_args.arm=coa_skill_only" in overrides
-    assert E.load_args("flat", run)[2] is None
+def test_every_arm_carries_its_switch_and_tuned_values():
+    for arm in E.TRAINED:
+        expected = (*E.ARM_SWITCH.get(arm, ()), *E.tuned_overrides(arm))
+        assert tuple(E.PROTOCOL.arm(arm).overrides) == expected, arm
+    assert E.PROTOCOL.arm("coa").overrides == E.PROTOCOL.arm("coa_compressed").overrides
+    assert "--model.init_args.arm=coa_skill_only" in E.PROTOCOL.arm("coa_skill_only").overrides
 
 
-def test_pieces_are_keyed_and_read_back(tmp_path):
-    run = _run()
-    assert E.piece("flat", run) is None or E.CACHE_ENV  # no folder: nothing stored
-    paths = {E.piece(arm, run, tmp_path) for arm in E.PROTOCOL.arms}
-    paths |= {E.piece("flat", _run(seed=2), tmp_path), E.piece("flat", _run(settings={**run.settings, "window": 2}),
-                                                                     tmp_path)}  # fmt: skip
-    assert len(paths) == len(E.PROTOCOL.arms) + 2
-    stored = {"success_multistep": 0.5}
-    E.piece("flat", run, tmp_path).write_text(json.dumps(stored))
-    run.cache["pieces"] = str(tmp_path)
-    assert E.measure("flat", run) == stored
+def test_latency_metrics_are_never_measured_beside_another_piece():
+    """Every arm reports ms_per_step (wall clock), so every arm must be timed: the harness then measures it alone."""
+    assert all(E.PROTOCOL.is_timed(arm) for arm in E.PROTOCOL.arms)
+
+
+@pytest.mark.skipif("deepha.babyai" not in zoo.list_models(), reason="deepha has no published entry yet")
+def test_coa_and_coa_compressed_share_one_fit_and_the_published_weights(monkeypatch):
+    fits = []
+
+    def fake_fit(recipe, seed, overrides=(), seed_args=()):
+        fits.append((recipe, seed, list(overrides)))
+        return object()
+
+    monkeypatch.setattr("zoo.eval.run.fit_recipe", fake_fit)
+    entries = evaluation("deepha").entries
+    run = Run(E.PROTOCOL, "deepha", 1, E.PROTOCOL.resolve(), entries)
+    assert run.load("coa") is run.load("coa_compressed")  # one fit serves both
+    assert fits == [("recipes/deepha/babyai.yaml", 1, list(E.PROTOCOL.arm("coa_compressed").overrides))]
+    for arm in ("decoupled", "coa_skill_only", "coa_grounding_only", "flat"):
+        run.load(arm)
+        assert fits[-1] == (E.recipe_of(arm), 1, list(E.PROTOCOL.arm(arm).overrides)), arm
+    assert len(fits) == 5
+    published = Run(E.PROTOCOL, "deepha", 0, E.PROTOCOL.resolve(), entries)
+    assert {
+        arm for arm in E.PROTOCOL.arms if E.PROTOCOL.arm(arm).measure is None and published.uses_published(arm)
+    } == {
+        "coa_compressed",
+        "coa",
+        "flat",
+    }
+    assert published.entry("coa").name == "deepha.babyai"
+
+
+@pytest.mark.skipif("deepha.babyai" not in zoo.list_models(), reason="deepha has no published entry yet")
+def test_claims_on_the_card_pieces_have_kinds_and_the_headroom_gate_is_per_seed():
+    card = json.loads((zoo.get_entry("deepha").mirror_dir / "metrics.json").read_text())
+    pieces = [
+        {"arm": arm, "seed": int(seed), "scores": scores}
+        for arm, runs in card["per_seed"].items()
+        for seed, scores in runs.items()
+    ]
+    settings = {key: card["settings"][key] for key in E.PROTOCOL.settings}
+    result = assemble(E.PROTOCOL, card["name"], pieces, settings, seeds=card["seeds"])
+    claims = {claim["id"]: claim for claim in result["claims"]}
+    assert [c["id"] for c in card["claims"]] == list(claims)
+    flat = [scores["success_multistep"] for scores in card["per_seed"]["flat"].values()]
+    gate = claims["headroom_flat_multistep"]
+    assert gate["kind"] == "headroom" and gate["value"] == max(flat) and gate["holds"] == (max(flat) <= 0.85)
+    assert claims["kv_cache_identical_outputs"]["kind"] == "validity"
+    assert all(c["arm"] == "coa_compressed" for c in claims.values() if c["kind"] == "paper")
 
 
 @pytest.mark.parametrize("arm", ["coa_compressed", "flat"])

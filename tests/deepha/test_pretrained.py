@@ -7,10 +7,12 @@ import json
 import pytest
 
 import zoo
-from zoo._eval import paper_arms
+from zoo.eval.engine import evaluation
 
 ENTRIES = (
-    {arm: entry.name for arm, entry in paper_arms("deepha").items()} if "deepha.babyai" in zoo.list_models() else {}
+    {arm: entry.name for arm, entry in evaluation("deepha").entries.items()}
+    if "deepha.babyai" in zoo.list_models()
+    else {}
 )
 pytestmark = pytest.mark.skipif(not ENTRIES, reason="deepha has no published entry yet")
 

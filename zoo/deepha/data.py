@@ -17,7 +17,10 @@ DEMO_VERSION = 1  # bump when the labels change: the cache file name carries it
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("ZOO_DEEPHA_CACHE", Path.home() / ".cache" / "icml26-zoo" / "deepha"))
+    """The demo cache, ``zoo._paths.cache_dir("deepha")`` (``$ZOO_CACHE_DIR/deepha``)."""
+    from zoo._paths import cache_dir as paper_cache
+
+    return paper_cache("deepha")
 
 
 class EpisodeDataset(Dataset):
@@ -66,7 +69,7 @@ class BabyAIDemoDataModule(pl.LightningDataModule):
     """BabyAIBot demonstrations (skill, hindsight grounding and motor labels) for DeepHA.
 
     ``prepare_data`` runs the bot once and caches the demos as ``.npz`` under ``cache_dir`` (default
-    ``~/.cache/icml26-zoo/deepha``, or ``$ZOO_DEEPHA_CACHE``); training uses training seeds, validation (the
+    ``$ZOO_CACHE_DIR/deepha``, i.e. ``~/.cache/icml26-zoo/deepha``); training uses training seeds, validation (the
     teacher-forced validation loss) validation seeds. Batches are lists of episodes; the module turns them
     into its arm's token sequences (random drops and compression windows differ per arm and step).
 

@@ -23,12 +23,11 @@ import sys
 import time
 from pathlib import Path
 
-from zoo._eval import piece_path
+from zoo.deepha.evaluate import ARM_SWITCH, KNOBS, RECIPES, TRAINED, TUNING_FILE, _recipe_values, recipe_of
 
 TUNE_SEED = 100
 EPISODES = 50  # validation episodes per training level (the issue's protocol)
-RECIPES = {"coa": "recipes/deepha/babyai.yaml", "flat": "recipes/deepha/flat.yaml"}
-ARMS = ("coa_compressed", "decoupled", "coa_skill_only", "coa_grounding_only", "flat")
+ARMS = TRAINED
 #: The two values of each knob; a departure takes the one its arm's recipe does not hold.
 ALTERNATIVES = {"lr": (0.001, 0.003), "max_epochs": (6, 8), "p_drop": (0.3, 0.6)}
 #: The recipe's values (``{}``) and one departure per knob: the same four trials for every arm.
@@ -48,15 +47,9 @@ NOTE = (
 )
 
 
-def recipe_of(arm: str) -> str:
-    return RECIPES["flat" if arm == "flat" else "coa"]
-
-
 def fit_args(arm: str, trial: dict) -> list[str]:
     """LightningCLI arguments of one trial (the arm's switch, then its knobs)."""
-    from zoo.deepha.evaluate import _ARM_SWITCH, KNOBS
-
-    return [*_ARM_SWITCH.get(arm, []), *(f"--{KNOBS[k]}={v}" for k, v in sorted(trial.items()))]
+    return [*ARM_SWITCH.get(arm, ()), *(f"--{KNOBS[k]}={v}" for k, v in sorted(trial.items()))]
 
 
 def effective(arm: str, trial: dict) -> dict:
@@ -67,8 +60,6 @@ def effective(arm: str, trial: dict) -> dict:
         if knob == "p_drop" and arm in NO_DROPS:
             continue
         if value is None:
-            from zoo.deepha.evaluate import _recipe_values
-
             have = _recipe_values(recipe_of(arm))[knob]
             value = next(v for v in ALTERNATIVES[knob] if v != have)
         out[knob] = value
@@ -76,10 +67,13 @@ def effective(arm: str, trial: dict) -> dict:
 
 
 def trial_file(arm: str, trial: dict, dry: bool) -> Path:
+    """``runs/deepha-tune/<arm>-<knobs>-<digest>.json``: one trial's result, keyed by both recipes' texts."""
+    from zoo.eval.store import digest
+
     recipes = [Path(p).read_text() for p in RECIPES.values()]
     key = [arm, effective(arm, trial), recipes, TUNE_SEED, EPISODES, dry]
     stem = "-".join(f"{k}{v}" for k, v in sorted(effective(arm, trial).items())) or "recipe"
-    return piece_path(FOLDER, f"{arm}-{stem}", key)
+    return FOLDER / f"{arm}-{stem}-{digest(key)[:16]}.json"
 
 
 def validation_success(model, arm: str, count: int = EPISODES) -> dict:
@@ -114,8 +108,8 @@ def validation_success(model, arm: str, count: int = EPISODES) -> dict:
 
 def run_trial(arm: str, trial: dict, dry: bool = False) -> dict:
     """Fit one trial and score it on validation episodes (stored in :func:`trial_file`)."""
-    from zoo._eval import fit_recipe
     from zoo.deepha.evaluate import PROTOCOL
+    from zoo.eval.run import fit_recipe
 
     path = trial_file(arm, trial, dry)
     if path.is_file():
@@ -139,7 +133,6 @@ def run_trial(arm: str, trial: dict, dry: bool = False) -> dict:
 def main(workers: int = 2, dry: bool = False, arms=ARMS) -> dict:
     """Run every arm's trials in ``workers`` one-thread processes and write the record."""
     from zoo._recipes import resolve_recipe  # noqa: F401  (fail early outside a checkout)
-    from zoo.deepha.evaluate import TUNING_FILE, _recipe_values
 
     jobs, seen = [], set()
     for arm in arms:
@@ -176,8 +169,6 @@ def apply_to_recipes(record: dict | None = None) -> list[str]:
     """Write the chosen values of ``coa_compressed`` into babyai.yaml and of ``flat`` into flat.yaml (the published
     recipes), line by line so their comments stay; returns the changed lines."""
     import re
-
-    from zoo.deepha.evaluate import KNOBS, TUNING_FILE
 
     record = record or json.loads(TUNING_FILE.read_text())
     changed = []

@@ -13,9 +13,9 @@ decoding, in the same run:
 
 The OBS token of Crafter is its 64x64x3 frame average-pooled to 8x8x3 and projected to d (this benchmark's
 adapter; BabyAI uses the 7x7x3 grid). Printed: ms per step and mean context tokens of each, and the ratios
-against ``recompute``.
+against ``recompute``. ``--smoke`` runs 40 steps, timing a recompute every 10th (seconds; a check that it runs).
 
-    .venv/bin/python benchmarks/deepha_kv.py [--steps 1000] [--sample 100] [--window 4]
+    .venv/bin/python benchmarks/deepha/kv.py [--steps 1000] [--sample 100] [--window 4] [--smoke]
 """
 
 from __future__ import annotations
@@ -90,6 +90,7 @@ class _TimedRecompute:
         if t % self.sample == self.sample - 1:
             self.recompute.ctx, self.recompute.steps = list(self.cached.ctx), list(self.cached.steps)
             self.recompute.mission, self.recompute.context_lengths = self.cached.mission, []
+            self.recompute.codes = self.cached.codes
             self.recompute.last_logits, self.recompute.obs = [], list(self.cached.obs)
             start = time.perf_counter()
             self.recompute.act(image, direction)
@@ -105,7 +106,10 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--smoke", action="store_true", help="the smallest run: 40 steps, recompute every 10th")
     args = parser.parse_args()
+    if args.smoke:
+        args.steps, args.sample = 40, 10
     from zoo.deepha.agent import Policy
     from zoo.deepha.model import Decoder
 
