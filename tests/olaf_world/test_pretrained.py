@@ -7,10 +7,10 @@ import json
 import pytest
 
 import zoo
-from zoo._eval import paper_arms
+from zoo.eval.engine import evaluation
 
 ENTRIES = (
-    {arm: entry.name for arm, entry in paper_arms("olaf_world").items()}
+    {arm: entry.name for arm, entry in evaluation("olaf_world").entries.items()}
     if "olaf_world.align" in zoo.list_models()
     else {}
 )
@@ -33,16 +33,22 @@ def test_checkpoint_reproduces_its_card_cross_context_probe(arm, hf_cache, hf_of
     assert scores["pixel_mse"] == pytest.approx(seed0["pixel_mse"], rel=0.05)
 
 
-def test_random_encoder_reference_draws_fresh_weights_per_seed():
+def test_random_encoder_reference_draws_fresh_weights_per_seed(monkeypatch):
     """The reference's weights follow the run's seed (the module seeds its own weights, so the seed is passed)."""
     import torch
 
-    from zoo._eval import Run
-    from zoo.olaf_world.evaluate import PROTOCOL, _model
+    from zoo.eval import Run
+    from zoo.olaf_world import evaluate
+
+    scored = []
+    monkeypatch.setattr(evaluate, "score", lambda arm, model, run: scored.append((arm, model)) or {})
 
     def weights(seed):
-        run = Run(paper_arms("olaf_world"), PROTOCOL, seed, PROTOCOL.resolve([]))
-        return torch.cat([p.flatten() for p in _model("random_encoder", run).parameters()])
+        run = Run(evaluate.PROTOCOL, "olaf_world", seed, evaluate.PROTOCOL.resolve(), evaluation("olaf_world").entries)
+        evaluate.PROTOCOL.arm("random_encoder").measure(run)
+        arm, model = scored[-1]
+        assert arm == "random_encoder" and not model.training
+        return torch.cat([p.flatten() for p in model.parameters()])
 
     assert torch.equal(weights(1), weights(1))
     assert not torch.equal(weights(0), weights(1))

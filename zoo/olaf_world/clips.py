@@ -44,10 +44,10 @@ READOUTS = ("pooled", "keypoints")
 
 
 def cache_dir() -> Path:
-    """``$ZOO_OLAF_WORLD_CACHE`` or ``~/.cache/icml26-zoo/olaf_world`` (created)."""
-    folder = Path(os.environ.get("ZOO_OLAF_WORLD_CACHE", Path.home() / ".cache" / "icml26-zoo" / "olaf_world"))
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    """Rendered clips and teacher features: ``zoo._paths.cache_dir("olaf_world")`` (``$ZOO_CACHE_DIR/olaf_world``)."""
+    from zoo._paths import cache_dir as paper_cache
+
+    return paper_cache("olaf_world")
 
 
 def check_env(env: str) -> None:

@@ -63,7 +63,7 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
             (80-d centroids of the frozen stride-8 activations: where things are, not what; ours).
         batch_size: Training clips per batch.
         policy_seed: Seed of the behaviour policy (the data are fixed across training seeds).
-        use_cache: Keep rendered clips and teacher features under ``~/.cache/icml26-zoo/olaf_world``.
+        use_cache: Keep rendered clips and teacher features under ``zoo._paths.cache_dir("olaf_world")``.
     """
 
     def __init__(
@@ -170,3 +170,17 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
 
     def predict_dataloader(self) -> DataLoader:
         return DataLoader(self.test_set, batch_size=256)
+
+
+def build(split: str = "terrain") -> None:
+    """Render the recipes' clips and the teacher features of every variant the evaluation trains (the data step of
+    ``zoo reproduce olaf_world``; the fits and the evaluation would otherwise render them on first use)."""
+    for variant in ({}, {"teacher": "random_efficientnet_lite0"}, {"target": "static"}):
+        module = LatentActionVideoDataModule(split=split, **variant)
+        module.tau(module.clips("train"))
+    for split_name in ("val", "test"):
+        module.clips(split_name)
+
+
+if __name__ == "__main__":
+    build()

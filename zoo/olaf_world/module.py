@@ -1,9 +1,61 @@
 """``OlafLAMModule``: the beta-VAE latent action model with SeqDelta-REPA alignment, as a LightningModule.
 
-See :mod:`zoo.olaf_world` for the paper, every reconstruction choice and every deviation.
-``align_weight = 0`` is the paper's baseline (the plain beta-VAE LAM); the trajectory head exists in both
-(so both checkpoints have the same keys and, for one seed, the same initial weights), it only receives a
-gradient when ``align_weight > 0``.
+Paper: Y. Jiang, Y. Gu, I. W. Tsang, M. Z. Shou, "Orienting Latent Actions for Video World Modeling",
+arXiv:2602.10104; code github.com/showlab/Olaf-World (MIT; the LAM code was read for the exact losses, this is
+our own implementation). The world-model stage is out of scope (its code is not released either).
+
+What is built: the beta-VAE latent action model (LAM) with a causal spatio-temporal encoder, action-prompt tokens
+and a spatial decoder (:mod:`zoo.olaf_world.lam`), the trajectory head and the align loss on the mean latent; the
+teacher stays outside the module: tau is cached per clip by the datamodule (:mod:`zoo.olaf_world.data`,
+:mod:`zoo.olaf_world.clips`) for any frozen encoder. ``align_weight = 0`` is the paper's baseline (the plain
+beta-VAE LAM, ``olaf_world.vae``); the trajectory head exists in both (so both checkpoints have the same keys and,
+for one seed, the same initial weights), it only receives a gradient when ``align_weight > 0``.
+
+Reconstructed choices and deviations:
+
+* Data: Crafter (``crafter==1.8.3``, 64 x 64) instead of MiraData, V-JEPA 2 replaced by EfficientNet-Lite0
+  (ImageNet, :mod:`zoo.common.efficientnet`) pooled features of each frame at 64 px: neither MiraData, V-JEPA 2
+  nor the video world models can be obtained offline or run on 2 CPU cores. tau is computed per frame (the
+  paper pools V-JEPA 2 tubelets of 2 frames), so ``tau = normalize(s_{T-1} - s_0)`` for one clip.
+* Behaviour policy: segments of 1-4 steps (uniform) of one action, a movement with probability 0.8 (uniform
+  over the 4), otherwise noop or do; one 128-step episode per world seed. Actions are kept for evaluation only.
+* Worlds: training 0-29 / 50-79 (stride-1 clips, 7,560 clips), test 30-39 / 80-89, validation 40-49 / 90-99
+  (non-overlapping clips).
+* Splits: the world split (world seeds 0-49 vs 50-99, every episode from Crafter's spawn) draws both contexts
+  from one world generator, so there is no transfer gap to close (lam_vae's probes at 500 steps: 0.31 cross vs
+  0.27 within). The recipes use the harder *terrain* split: context A episodes (worlds 0-49) start on grass,
+  context B episodes (worlds 50-99) start in a cave (a random free ``path`` tile at least 4 tiles from lava).
+* LAM size: the spec's (model_dim 128, 3 + 3 blocks, 4 heads, latent 32, causal) but patch 16 instead of 8
+  (16 tokens per frame: a step 4x cheaper on 2 cores); MLP ratio 2; pre-norm blocks; learned spatial and
+  temporal position embeddings; AdamW weight decay 1e-2, gradient clip 0.3; batch 16 clips of T = 4 (the spec:
+  32), lr 1e-3 (the spec: 3e-4), 1,600 steps (~4 min on one core).
+* Residual decoder (ours): the decoder's output is added to the logits of frame t-1 before the sigmoid, with a
+  zero-initialised output layer, so the untrained LAM predicts the copy of frame t-1. With the authors' plain
+  sigmoid decoder (lr 3e-4, batch 32, 500 steps) the KL ended at 0.03 nats (z unused) and the reconstruction was
+  worse than copying (0.0132 vs 0.0067). ``residual=False`` restores the authors' decoder.
+* Shift decoder (``shift_kernel=15``, ours, CDNA-style: z picks a separable kernel that moves frame t-1): the
+  plain patch decoder barely profits even from the *true* action fed as an embedding (validation MSE 0.0072 vs
+  0.0084 for copying frame t-1 after 300 steps); the shift decoder does (0.0048).
+* Convolutional action encoder (``encoder="conv"``, ours: z_t from frames t-1, t through the inverse-dynamics
+  CNN's architecture): the spatio-temporal transformer learns the action slowly even from labels (linear stem
+  0.35, conv stem 0.39, token readout 0.31 after 300 steps of 16 clips) while the inverse-dynamics CNN reaches
+  0.55 at the same samples (0.82 after 600 steps).
+* Near-deterministic start and KL warm-up (``logvar_init=-6``, ``kl_warmup_steps=200``, beta 1e-5 / 1e-6, ours):
+  at first z gets no reconstruction gradient (the zero-initialised output layer) while AdamW turns the tiny KL
+  gradient into full-size steps; at the authors' beta 2e-4 the KL falls from ~6 nats to 0.01 within 50 steps,
+  and a warm-up alone does not save it (2 nats, probes at chance after 800 steps).
+* Probes (the paper's evaluation code is unreleased): logistic regression (sklearn, standardised inputs, C = 1)
+  fit on half of one context's test worlds and tested on the other half of the same (within) or the other
+  (cross) context; transfer through an inverse-dynamics CNN per context trained on true labels of the training
+  worlds (:mod:`zoo.olaf_world.metrics`).
+* Tried on validation worlds and not used: ``motion_tokens``, ``encoder_stem="conv"``, ``latent_readout``, a
+  4-d latent, the keypoint teacher readout (``teacher_readout="keypoints"``) and the ALE domain (``env="ale"``:
+  MsPacman = A, Alien = B; an inverse-dynamics CNN on true labels scores 0.21 / 0.22 against chance 0.21: the
+  joystick is not visible in 64 px frame pairs).
+* Not built: the VQ-LAM baseline, the self-supervised teacher option and the per-step alignment variant.
+* Tuning (:mod:`zoo.olaf_world.tune`, validation worlds, 12 trials per arm: 4 configurations x 800 / 1,200 /
+  1,600 steps, selected by the cross-context probe): lam_vae beta 1e-6 (of 1e-6 / 1e-5), lr 1e-3, 1,600 steps;
+  lam_align lambda 0.02 (of 0.02 / 0.1), beta 1e-5, lr 1e-3, 1,600 steps.
 """
 
 from __future__ import annotations
@@ -13,7 +65,7 @@ import numpy as np
 import torch
 
 from zoo._inference import PretrainedMixin
-from zoo.olaf_world.clips import ACTION_NAMES
+from zoo.olaf_world import INPUT
 from zoo.olaf_world.lam import LatentActionModel, TrajectoryHead, lam_losses
 from zoo.olaf_world.metrics import probe_accuracies
 
@@ -54,13 +106,7 @@ class OlafLAMModule(PretrainedMixin, pl.LightningModule):
         seed: Seed of the initial weights.
     """
 
-    DEFAULT_PRETRAINED_CFG = {
-        "input_format": "videos [B, T, 64, 64, 3] float in [0, 1] (Crafter frames / 255), T >= 2; "
-        "model(videos) returns mu_z [B, T-1, 32], model.reconstruct(videos) the predicted frames 1..T-1",
-        "input_size": (4, 64, 64, 3),
-        "value_range": (0.0, 1.0),
-        "label_names": ACTION_NAMES,
-    }
+    DEFAULT_PRETRAINED_CFG = INPUT  # what the published weights take (the registry states the same)
 
     def __init__(
         self,

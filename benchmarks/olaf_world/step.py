@@ -3,16 +3,16 @@
 Both ratios come from the same process, on the same batch of 32 Crafter-sized clips (T = 4), the recipes'
 architecture. ``align/vae`` should be <= 1.1 (the trajectory head is tiny and tau is read from the cache);
 ``on_the_fly/cached`` is what caching tau saves (EfficientNet-Lite0 on the batch's 128 frames each step).
-Run under the shared CPU lock:
+Run under the shared CPU lock (``--smoke``: 1 repeat of a batch of 4, seconds; a check that it runs):
 
-    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/olaf_world_step.py
+    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/olaf_world/step.py [--smoke]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import time
+import timeit
 
 import torch
 
@@ -21,11 +21,9 @@ from zoo.olaf_world.module import OlafLAMModule
 
 
 def _timeit(fn, repeats: int) -> float:
+    """Seconds per call of ``fn`` over ``repeats`` calls, after one warm-up call."""
     fn()
-    started = time.perf_counter()
-    for _ in range(repeats):
-        fn()
-    return (time.perf_counter() - started) / repeats
+    return timeit.timeit(fn, number=repeats) / repeats
 
 
 def _recipe_model_args() -> dict:
@@ -34,7 +32,9 @@ def _recipe_model_args() -> dict:
 
     import yaml
 
-    recipe = Path(__file__).resolve().parents[1] / "recipes" / "olaf_world" / "align.yaml"
+    from zoo._recipes import resolve_recipe
+
+    recipe = Path(resolve_recipe("recipes/olaf_world/align.yaml"))
     return dict(yaml.safe_load(recipe.read_text())["model"]["init_args"])
 
 
@@ -43,7 +43,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--smoke", action="store_true", help="the smallest run: 1 repeat of a batch of 4")
     args = parser.parse_args()
+    if args.smoke:
+        args.repeats, args.batch = 1, 4
     torch.set_num_threads(args.threads)
     from zoo.common.efficientnet import features
 
