@@ -258,6 +258,7 @@ PROTOCOL = Protocol(
     score_pretrained=score_pretrained,
     seed_args=("seed_everything", "model.init_args.seed", "data.init_args.seed"),
     fit_args=lambda run: [f"--model.init_args.curve_test_limit={json.dumps(run.settings['test_limit'])}"],
+    ceilings=("reference_clean_fedavg",),  # trained on the true labels
     headline=("accuracy", "noise_f1", "noise_rate_mae"),
     lower_is_better=("noise_rate_mae",),
     panels=3,
