@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import zoo
-from zoo._eval import paper_arms
 from zoo._registry import get_entry
+from zoo.eval.engine import evaluation
 
 NAME = "promise.adk"
 if NAME not in zoo.list_models():  # registered once its cards (the 3-seed `zoo eval promise`) exist
@@ -34,7 +34,7 @@ def published(tmp_path_factory):
 
 
 def test_one_entry_serves_every_ddpm_arm():
-    assert {arm: entry.name for arm, entry in paper_arms(NAME).items()} == {"ddpm_debiased": NAME}
+    assert {arm: entry.name for arm, entry in evaluation(NAME).entries.items()} == {"ddpm_debiased": NAME}
 
 
 def test_published_encoder_matches_the_datamodules(published):

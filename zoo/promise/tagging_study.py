@@ -72,7 +72,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(2)
     import zoo
-    from zoo._eval import fit_recipe
+    from zoo.eval.run import fit_recipe
 
     settings = {key: setting.default for key, setting in PROTOCOL.settings.items()}
     if args.val_ensembles:

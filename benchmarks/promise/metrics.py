@@ -6,9 +6,10 @@ centring once per input, one batched covariance contraction, the largest eigenva
 QCP's Newton iteration, no rotation) and, timed separately, our fixed-correspondence TM-score of the same pairs
 (an iterative 35-seed superposition search per pair, not comparable to one RMSD). Prints the times, the ratios
 against the MDAnalysis loop (target >= 10x for the RMSD) and the largest RMSD difference (target <= 1e-4 A).
-Best of ``--repeats`` runs each; ``--threads`` torch threads (default 1: MDAnalysis's loop uses one core too).
+Best of ``--repeats`` runs each; ``--threads`` torch threads (default 1: MDAnalysis's loop uses one core too);
+``--smoke`` times 50 samples once (a check that it runs, seconds).
 
-    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/promise_metrics.py
+    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/promise/metrics.py
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="best of this many runs of the RMSD timings")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (MDAnalysis's loop uses one core)")
     parser.add_argument("--tm-samples", type=int, default=None, help="samples for the TM timing (default: all)")
+    parser.add_argument("--smoke", action="store_true", help="50 samples, one repeat, 10 TM samples")
     args = parser.parse_args()
+    if args.smoke:
+        args.samples, args.repeats, args.tm_samples = 50, 1, 10
     torch.set_num_threads(args.threads)
     from MDAnalysis.analysis import rms
 
