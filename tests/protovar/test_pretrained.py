@@ -33,7 +33,7 @@ def test_tokenizer_reconstructs_test_images(tokenizer_scores):
 
 
 def test_tokenizer_uses_half_its_codebook(tokenizer_scores):
-    # Issue 22 asks >= 50% of the 256 codes used on the test images (the first published tokenizer, whose dead-code
+    # The spec asks >= 50% of the 256 codes used on the test images (the first published tokenizer, whose dead-code
     # restart never fired, used 30.5%).
     assert tokenizer_scores["codebook_usage"] >= 0.5, tokenizer_scores
 
@@ -46,7 +46,7 @@ def test_teacher_reproduces_its_card_on_a_slice():
 def test_var_teacher_forced_accuracy_at_scale_8():
     accuracy = score_pretrained(zoo.load("protovar.fmnist", pretrained=True), limit=500)["tf_acc_scale8"]
     assert accuracy == pytest.approx(_card("protovar.fmnist")["tf_acc_scale8"], abs=0.02)
-    assert accuracy >= 0.4, f"teacher-forced scale-8 code accuracy {accuracy:.3f} < 0.40 (issue 22's threshold)"
+    assert accuracy >= 0.4, f"teacher-forced scale-8 code accuracy {accuracy:.3f} < 0.40 (the spec's threshold)"
 
 
 @pytest.mark.slow  # a 300-step student and the 10,000 test images: ~15 s on the shared 2 cores

@@ -6,8 +6,63 @@ transformer on its codes and, when training ends, computes the multi-scale class
 ``ipcs`` (k-means on the training pool's cumulative maps) into buffers, so the published VAR samples guided
 images with no data at hand. ``TeacherModule`` is the real-data CNN that gives the selector its confidences and
 features and the students their soft labels. The plain-torch pieces are :mod:`zoo.protovar.tokenizer`,
-:mod:`zoo.protovar.var`, :mod:`zoo.protovar.distill` and :mod:`zoo.protovar.student`; the paper and every
-reconstruction choice are in :mod:`zoo.protovar`.
+:mod:`zoo.protovar.var`, :mod:`zoo.protovar.distill` and :mod:`zoo.protovar.student`.
+
+Paper: ProtoVAR, prototype-guided visual-autoregressive dataset distillation, ICML 2026 poster (the exact title
+and authors are not in our sources). No arXiv version, paper text or code was found beyond the abstract, so the
+method is reconstructed (spec ../shared/papers/05-protovar.md); every choice below is ours.
+
+Pipeline: a multi-scale residual VQ-VAE tokenizer (scales 1, 2, 4, 8; :mod:`zoo.protovar.tokenizer`), a
+block-causal next-scale VAR transformer with class AdaLN and classifier-free guidance, sampled one scale per step
+with a per-scale KV cache (:mod:`zoo.protovar.var`), multi-scale class prototypes (sklearn k-means, m = IPC
+centres per class on the cumulative maps f_hat_<=k at k = 1, 2, 4), prototype injection during sampling (a logit
+bias beta_k on the code the prototype's residual quantises to; embedding mixing gamma_k as an option), and a pool
+selector (teacher confidence floor, then greedy k-center in the teacher's features; :mod:`zoo.protovar.distill`).
+Every arm is scored by the same soft-label student protocol (:mod:`zoo.protovar.student`).
+
+Deviations and reconstruction choices:
+
+* Data: Fashion-MNIST (Debian ``dataset-fashion-mnist``) instead of ImageNet-1K / ImageNette / ImageWoof /
+  ImageNet-100 (none ships offline); 5,000 training images are held out as validation (fixed permutation, seed
+  0), the 10,000 test images give only the final numbers. The tokenizer and the VAR train on the first 20,000
+  images of the 55,000-image pool, the teacher on all 55,000, the prototypes use the VAR's 20,000.
+* No pretrained VAR-d16 exists offline: our tokenizer and VAR are trained here. The diffusion distillers (D4M,
+  MinimaxDiffusion) are not available; the unguided class-conditional VAR (``var_unguided``) stands in for the
+  target-agnostic generative baseline.
+* Tokenizer: the spec's encoder (Conv s2 -> Res -> Conv s2 -> Res -> 1x1, 8x8x32) at half width (16 -> 32
+  channels, spec 32 -> 64) with 4x4 stride-2 convs, trained one pass over 20,000 images at batch 64, a
+  mirrored decoder with transposed convs; codebook 256 x 32 shared by the scales, nearest code by cosine
+  (l2-normalised lookup), value = the raw codebook row kept as an EMA (decay 0.99) of the residuals assigned to it,
+  with dead-code restart: Jukebox / SoundStream's (codes under 1.0 EMA hits per step move onto distinct random
+  residuals of the batch, every update; :mod:`zoo.protovar.tokenizer`). The first published tokenizer's restart
+  (EMA count < 0.01, from count 1) never fired within its 312 steps and left 30.5% of the codebook in use; it was
+  replaced together with the VAR, the distilled sets and the evaluation that depend on it. phi_k is a 3x3 conv
+  blended 0.5 with its input, one per scale, trained by ||f_hat - sg(f)||^2 (VAR's quant_resi loss) since the
+  codebook is EMA. Loss L1 + MSE + 0.25 commitment.
+* VAR: d = 128, 3 blocks, 4 heads (spec: d = 192, 4 blocks) and a learned 2-D position table per scale, trained
+  3,200 steps at batch 32 (the spec's 800 x 128 samples) with AdamW lr 1e-3 (spec 3e-4), warm-up and cosine
+  decay: the spec's size does not fit the 2-core budget (the shared machine ran at ~1 s per step of it). The
+  length was chosen on the validation images' teacher-forced scale-8 code accuracy from {350, 1,400, 3,200}
+  steps: 0.470, 0.552, 0.580 (595 s fit).
+  Class dropout 10% for CFG; CFG is logits = uncond + w (cond - uncond).
+* Prototype injection (R): at injected scale k the logit bias goes to the code nearest (cosine) to the residual
+  P_c^{k,j} - down_k(f_hat_<k) of the sample being drawn, i.e. the code that moves the sample's cumulative map
+  toward its prototype. Sample i of class c follows prototype i mod m. Embedding mixing, when gamma_k > 0, blends
+  the cumulative map with the bicubic upsampled prototype after scale k is sampled.
+* Teacher: Conv 32-64-128 with batch norm, GAP, FC, one-cycle Adam on the 55,000-image pool.
+* Student (the fixed protocol of every arm): ConvNet-3 at half the spec's width (16-32-64, instance norm, spec
+  32-64-128) for the 2-core budget, the spec's 300 steps (a first protocol of 200 steps saturated the setting:
+  full_data no better than the real IPC-10 sets); batch 64 drawn with replacement; random shift (2 px) and
+  horizontal flip per image (torchvision's RandomCrop + RandomHorizontalFlip, drawn from the student's seeded
+  generator); loss KL(teacher || student) at T = 4 on the teacher's logits of each augmented batch (RDED /
+  SRe2L; for small sets the logits of all 50 variants of each image are computed once); Adam with cosine decay,
+  lr chosen once on validation by the mean of a random_real IPC-10 and a full_data student.
+* Selector: when fewer than IPC candidates pass the confidence floor, the most confident candidates fill the set.
+* Herding: the real image nearest each of IPC k-means centres of the class's teacher features (from the pool).
+* Tuning: generator and selector settings are chosen on the validation split at IPC 10 with one seed and used at
+  both IPCs; every generative arm gets the same number of trials (4: the spec's settings and three departures
+  over its top-k / temperature / CFG, pool ratio r / confidence floor, beta / gamma; ``zoo/protovar/tune.py``,
+  ``zoo/protovar/tuning.json``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,102 @@
+"""``zoo eval protovar``'s protocol: the published models serve every seed (``--retrain`` fits them), the claims and
+their kinds on a fake result, and the reproduce steps."""
+
+import pytest
+
+from zoo.eval import Run
+from zoo.eval.engine import evaluation
+from zoo.eval.reproduce import plan
+from zoo.eval.result import summarise
+from zoo.protovar import evaluate
+
+
+class Model:
+    def __init__(self, name):
+        self.name = name
+
+    def eval(self):
+        return self
+
+
+class FakeRun(Run):
+    """Records which models a run asks for instead of loading or training them."""
+
+    def __init__(self, seed, retrain=False):
+        protocol = evaluate.PROTOCOL
+        super().__init__(protocol, "protovar", seed, protocol.resolve(), evaluation("protovar").entries, retrain)
+        self.asked = []
+
+    def published(self, arm):
+        self.asked.append(("published", arm))
+        return Model(arm)
+
+    def fit(self, recipe, overrides=()):
+        self.asked.append(("fit", recipe))
+        return Model(recipe)
+
+
+def test_arms_roles_and_settings():
+    protocol = evaluate.PROTOCOL
+    assert protocol.arms == ("protovar", "var_unguided", "protovar_noselect", "var_unguided_select", "random_real",
+                             "herding", "full_data", "teacher", "tokenizer")  # fmt: skip
+    assert all(arm.measure is not None for arm in protocol.arm_specs)  # no arm trains per seed
+    assert set(protocol.settings) == {"ipcs", "test_limit", "student_steps"}
+    trials = {protocol.tuning[arm].trials for arm in evaluate.GENERATIVE}
+    assert trials == {4}  # the same validation budget for every generative arm
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_every_seed_uses_the_published_models(seed):
+    run = FakeRun(seed)
+    assert [evaluate.model(run, arm).name for arm in ("protovar", "teacher", "tokenizer")] == [
+        "protovar", "teacher", "tokenizer"]  # fmt: skip
+    assert [kind for kind, _ in run.asked] == ["published"] * 3
+
+
+def test_retrain_fits_the_entries_recipes():
+    run = FakeRun(1, retrain=True)
+    for arm in ("protovar", "teacher", "tokenizer"):
+        evaluate.model(run, arm)
+    assert run.asked == [("fit", f"recipes/protovar/{stem}.yaml") for stem in ("var", "teacher", "tokenizer")]
+
+
+def _fake(values: dict[str, dict[str, float]], seeds: dict | None = None) -> dict:
+    seeds = seeds or {}
+    per_seed = {arm: {str(s): {**v, **seeds.get(arm, {}).get(s, {})} for s in range(3)} for arm, v in values.items()}
+    result = {"arms": {arm: summarise(runs) for arm, runs in per_seed.items()}, "per_seed": per_seed}
+    return {**result, "settings": {"ipcs": [1, 10]}}
+
+
+def _good():
+    sets = {"protovar": 0.9, "var_unguided": 0.8, "protovar_noselect": 0.85, "var_unguided_select": 0.85,
+            "random_real": 0.5, "herding": 0.5}  # fmt: skip
+    values = {arm: {"acc_ipc1": acc, "acc_ipc10": acc} for arm, acc in sets.items()}
+    return {**values, "full_data": {"acc_full": 0.6}}
+
+
+def test_claims_hold_and_fail_as_stated():
+    claims = evaluate.claims(_fake(_good()))
+    assert len(claims) == 9 and all(claim.holds for claim in claims)
+    kinds = {claim.id: (claim.kind, claim.arm, claim.versus) for claim in claims}
+    assert kinds["protovar_not_below_var_unguided_select_acc_ipc10"] == ("paper", "protovar", "var_unguided_select")
+    assert kinds["protovar_beats_random_real_acc_ipc1"] == ("paper", "protovar", "random_real")
+    assert kinds["headroom_full_data_over_best_real_ipc10"] == ("headroom", "full_data", None)
+    assert [c.kind for c in claims].count("paper") == 8
+    bad = {**_good(), "var_unguided_select": {"acc_ipc1": 0.95, "acc_ipc10": 0.85}}
+    failed = {claim.id for claim in evaluate.claims(_fake(bad)) if not claim.holds}
+    assert failed == {"protovar_not_below_var_unguided_select_acc_ipc1"}
+
+
+def test_the_headroom_gate_holds_on_every_seed():
+    # the mean gap is 0.1 - 0.1 / 3 >= 0.05, but on seed 1 herding reaches full_data: the gate fails there
+    result = _fake(_good(), {"herding": {1: {"acc_ipc10": 0.6}}})
+    gate = next(c for c in evaluate.claims(result) if c.id.startswith("headroom"))
+    assert gate.value == pytest.approx(0.0) and not gate.holds
+
+
+def test_reproduce_fits_the_tokenizer_before_the_vars_recipe_and_gates_it_before_tuning():
+    steps = [step.name for step in plan(evaluation("protovar"))]
+    assert steps.index("fit:protovar.tokenizer") < steps.index("pin:protovar.tokenizer") < steps.index(
+        "fit:protovar.fmnist")  # fmt: skip
+    assert steps.index("pin:protovar.fmnist") < steps.index("gate") < steps.index("tune") < steps.index("distilled")
+    assert steps.index("distilled") < steps.index("eval")
