@@ -155,3 +155,18 @@ def test_weightless_entries_show_the_command_that_reproduces_them():
         text = (zoo.get_entry(name).mirror_dir / "README.md").read_text()
         assert "zoo fit -c" not in text.split("## Training")[0], f"{name}: its card offers a fit it cannot do"
         assert f"zoo eval {name} --verify" in text
+
+
+def _readme_row(paper: str) -> list[str]:
+    from zoo._readme import readme_table
+
+    line = next(line for line in readme_table().splitlines() if f"`{paper}." in line)
+    return [cell.strip() for cell in line.strip("|").split(" | ")]
+
+
+def test_the_readme_counts_paper_claims_apart_and_names_the_strongest_competitor():
+    promise = _readme_row("promise")
+    assert promise[4].startswith("0/"), f"ProMiSE's controls and constants are checks, not held claims: {promise}"
+    assert "(oful)" in _readme_row("fair_lin_bandit")[3]  # OFUL, not the uniform rule
+    headline = _readme_row("visual_persuasion")[3]
+    assert "(vfd)" in headline or "(random_search)" in headline, headline

@@ -18,7 +18,8 @@ import time
 import numpy as np
 
 from zoo.fair_lin_bandit.instances import build_instance
-from zoo.fair_lin_bandit.policies import OFUL, make_policy, simulate
+from zoo.fair_lin_bandit.oful import OFUL
+from zoo.fair_lin_bandit.policies import make_policy, simulate
 
 
 def batched_vs_loop(algorithm: str, horizon: int, seeds: int) -> tuple[float, float]:

@@ -5,19 +5,11 @@ import math
 import numpy as np
 import pytest
 
+from zoo.fair_lin_bandit.elimination import LinNashElimination, PhasedElimination
+from zoo.fair_lin_bandit.fair import FairLinBandit, linnash, linnash_part1_length, linnash_part1_width, phase1_length
 from zoo.fair_lin_bandit.instances import build_instance, check_instance
-from zoo.fair_lin_bandit.policies import (
-    OFUL,
-    FairLinBandit,
-    LinNashElimination,
-    PhasedElimination,
-    linnash,
-    linnash_part1_length,
-    linnash_part1_width,
-    phase1_length,
-    run_episode,
-    simulate,
-)
+from zoo.fair_lin_bandit.oful import OFUL
+from zoo.fair_lin_bandit.policies import run_episode, simulate
 
 
 def _batch(arms, mu, copies=1):

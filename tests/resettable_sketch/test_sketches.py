@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from zoo._errors import ZooError
-from zoo.resettable_sketch.sketches import ExactSketch, HashThresholdSketch, RobustSketch, ThetaSketch, stat_values
+from zoo.resettable_sketch.robust import RobustSketch
+from zoo.resettable_sketch.sketches import ExactSketch, HashThresholdSketch, ThetaSketch, stat_values
 from zoo.resettable_sketch.streams import Adversary, churn_stream
 from zoo.resettable_sketch.table import INC, RESET, KeyTable, check_updates
 
@@ -219,7 +220,7 @@ def test_hash_table_kernel_matches_a_dict_with_deletions_and_negative_keys():
 
 
 def test_calibration_by_hand():
-    from zoo.resettable_sketch.sketches import calibrate, table_capacity
+    from zoo.resettable_sketch.calibration import calibrate, table_capacity
 
     cal = calibrate(alpha=0.1, eps=1.0, horizon=(1 << 20) - 1, z=2.0)
     sigma = 20**1.5 * 4 * 2**0.5  # L = 20 levels, worst-case popcount, s = 4
@@ -236,8 +237,8 @@ def test_calibration_by_hand():
 
 def test_the_registry_headline_is_the_calibrated_space_bounded_sketch():
     import zoo
+    from zoo.resettable_sketch.calibration import calibrate, table_capacity
     from zoo.resettable_sketch.evaluate import ALPHA
-    from zoo.resettable_sketch.sketches import calibrate, table_capacity
 
     args = zoo.get_entry("resettable_sketch.robust").model_args
     cal = calibrate(alpha=ALPHA)

@@ -6,15 +6,8 @@ import pytest
 import torch
 
 import zoo.specexit.decoding as decoding
-from zoo.specexit.decoding import (
-    ExitConfig,
-    FirstCheckStop,
-    NoExit,
-    OracleExit,
-    SignalExit,
-    SpeculativeDecoder,
-    target_generate,
-)
+from zoo.specexit.decoding import SpeculativeDecoder, target_generate
+from zoo.specexit.exits import ExitConfig, FirstCheckStop, NoExit, OracleExit, SignalExit
 from zoo.specexit.models import (
     DraftConfig,
     EagleDraft,

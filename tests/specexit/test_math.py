@@ -7,7 +7,8 @@ import random
 import pytest
 import torch
 
-from zoo.specexit.decoding import EWMA, ExitConfig, SignalExit, verify_greedy, verify_sampling
+from zoo.specexit.acceptance import verify_greedy, verify_sampling
+from zoo.specexit.exits import EWMA, ExitConfig, SignalExit
 from zoo.specexit.models import DraftConfig, EagleDraft, signal_values
 from zoo.specexit.positions import position_ids
 from zoo.specexit.tokenizer import TraceTokenizer

@@ -5,12 +5,13 @@ available when this was written; the authors' experiment code (NP-Hardest/FairLi
 is compared in item 7. The algorithm below is reconstructed (R) around the abstract and LinNash
 (A. Sawarni, S. Pal, S. Barman, *Nash Regret Guarantees for Linear Bandits*, NeurIPS 2023, arXiv:2310.02023).
 
-What is implemented (plain numpy in :mod:`.regret`, :mod:`.design`, :mod:`.policies`, :mod:`.instances`):
+What is implemented (plain numpy in :mod:`.regret`, :mod:`.design`, :mod:`.policies`, :mod:`.fair`,
+:mod:`.elimination`, :mod:`.oful`, :mod:`.instances`):
 
 * p-means regret ``R_p = mu* - M_p(E[mu_{x_1}], ..., E[mu_{x_T}])`` for any ``p <= 1`` (Nash at p = 0, the
   minimum at -inf), with the per-round expectation inside the mean, and the per-run ("realised") version.
 * The G-optimal design by Frank-Wolfe, Phase 1 fair exploration, the Bernstein-type width, and Phase 2 with
-  phased elimination (``fair_pe``) or OFUL (``fair_ucb``). :class:`~.policies.FairLinBandit` wraps any policy
+  phased elimination (``fair_pe``) or OFUL (``fair_ucb``). :class:`~.fair.FairLinBandit` wraps any policy
   with ``select(arms, mask)`` / ``update(x, r)``.
 * LinNash: Part I by its GenerateArmSequence for ``3 sqrt(T d nu log(T K))`` rounds, its Part I elimination
   (``16 sqrt(3 gamma nu d log(T K) / T~)``), then phased elimination with Nash confidence bounds

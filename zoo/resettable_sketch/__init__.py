@@ -19,7 +19,7 @@ _NO_WEIGHTS = (
     "from `zoo eval resettable_sketch`. "
 )
 
-# calibrate(alpha=0.1, eps=1, horizon=2**20 - 1, z=2) in zoo/resettable_sketch/sketches.py (a test checks it):
+# calibrate(alpha=0.1, eps=1, horizon=2**20 - 1, z=2) in zoo/resettable_sketch/calibration.py (a test checks it):
 # worst-case noise std 506 in count units, N* = 10,322, k = 2 N* = 20,644, initial rate 1, F_min = 10,322.
 CALIBRATED = {"rate": 1.0, "eps": 1.0, "k": 20644, "capacity": 32768, "horizon": (1 << 20) - 1}
 #: hash_threshold's sampling rate, chosen on validation seeds (zoo/resettable_sketch/tuning.json; a test checks it).

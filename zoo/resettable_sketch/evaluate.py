@@ -11,7 +11,7 @@ Metrics per stream ``S``: ``rel_err_final_S`` (``|F_hat - F| / max_{t'<=T} F_{t'
 ``frac_probes_within_0.15_after_warmup_S`` (probes with that error at most 0.15, from the first time the true count
 reaches ``f_min``), ``max_stored_keys_S`` and ``updates_per_s_S`` (wall time, estimate reads included). Every arm
 is a sketch factory (``Arm(measure=...)``, timed: its throughput is wall-clock); the robust arms' ``k``, rate and
-``f_min`` come from :func:`~zoo.resettable_sketch.sketches.calibrate` at ``alpha``. ``alpha`` and the baselines'
+``f_min`` come from :func:`~zoo.resettable_sketch.calibration.calibrate` at ``alpha``. ``alpha`` and the baselines'
 ``hash_rate`` and ``theta_lg_k`` are read from ``tuning.json`` (validation seeds, :mod:`zoo.resettable_sketch.tune`).
 """
 
@@ -26,14 +26,9 @@ import numpy as np
 
 from zoo._figures import bar_panel
 from zoo.eval import Arm, Claim, Protocol, Setting, Step, Tuning, beats
-from zoo.resettable_sketch.sketches import (
-    ExactSketch,
-    HashThresholdSketch,
-    RobustSketch,
-    ThetaSketch,
-    calibrate,
-    table_capacity,
-)
+from zoo.resettable_sketch.calibration import calibrate, table_capacity
+from zoo.resettable_sketch.robust import RobustSketch
+from zoo.resettable_sketch.sketches import ExactSketch, HashThresholdSketch, ThetaSketch
 from zoo.resettable_sketch.streams import Adversary, churn_stream, word_stream
 from zoo.resettable_sketch.tune import TUNING_FILE
 

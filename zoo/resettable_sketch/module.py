@@ -9,7 +9,7 @@ active while ``v_x > 0``. Statistics ``F = sum_x f(v_x)``: cardinality (``f = 1[
 L_q for ``q`` in (0, 1) (``f = v**q``). The sketch publishes an estimate after every update (per-update path)
 or after every chunk (vectorised path).
 
-What is implemented (:mod:`.sketches`, :mod:`.tree`, :mod:`.streams`):
+What is implemented (:mod:`.sketches`, :mod:`.robust`, :mod:`.calibration`, :mod:`.tree`, :mod:`.streams`):
 
 * Baselines: the hash-threshold sampler (keep ``x`` iff ``h(x) < rate``; sampled keys are tracked exactly,
   which is also the count-based sampler for Sum/L_q), Apache DataSketches' theta sketch made resettable by
@@ -50,7 +50,7 @@ Reconstruction choices and deviations (R):
    The one-key path runs the same kernel on one update.
 8. Space-bounded headline (the spec): the registry's ``robust`` starts at rate 1 (every key stored: exact
    counting plus noise) and halves whenever ``k`` keys are stored, so it never holds more than ``k`` keys.
-   ``k``, the initial rate and the warm-up ``F_min`` come from :func:`~.sketches.calibrate` for a target
+   ``k``, the initial rate and the warm-up ``F_min`` come from :func:`~.calibration.calibrate` for a target
    accuracy ``alpha`` from the tree's known noise variance (worst case over the nodes); ``alpha = 0.1`` was
    chosen on validation seeds. ``robust_unbounded`` (rate 0.2, no halving) is the former headline, an ablation.
    Evaluation (``evaluate.py``): errors are ``|F_hat - F| / max_{t' <= t} F`` (prefix-max relative); per
@@ -95,7 +95,8 @@ import torch
 
 from zoo._errors import ZooError
 from zoo._inference import PretrainedMixin
-from zoo.resettable_sketch.sketches import ExactSketch, HashThresholdSketch, RobustSketch, check_stat
+from zoo.resettable_sketch.robust import RobustSketch
+from zoo.resettable_sketch.sketches import ExactSketch, HashThresholdSketch, check_stat
 from zoo.resettable_sketch.table import check_updates
 
 SKETCHES = ("robust", "hash_threshold", "exact")

@@ -1,6 +1,6 @@
 """Choose the space-bounded sketch's target accuracy ``alpha`` and the baselines' parameters on validation seeds.
 
-For each ``alpha`` of the grid, :func:`~zoo.resettable_sketch.sketches.calibrate` gives ``k``, the rate and
+For each ``alpha`` of the grid, :func:`~zoo.resettable_sketch.calibration.calibrate` gives ``k``, the rate and
 ``f_min``; the calibrated sketch then plays both adaptive attacks and the Wikipedia word stream on validation
 seeds 100-104 (streams and sketch randomness both seeded there; never the evaluation's seeds 0-4). The chosen
 ``alpha`` is the largest (the smallest ``k``) for which every validation seed keeps >= 95% of post-warm-up probes
@@ -55,8 +55,8 @@ def tune_baselines(settings: dict) -> dict:
 
 
 def main(argv=None) -> dict:
+    from zoo.resettable_sketch.calibration import calibrate
     from zoo.resettable_sketch.evaluate import FRAC, PROTOCOL, arm_factories, attack, run_stream
-    from zoo.resettable_sketch.sketches import calibrate
     from zoo.resettable_sketch.streams import word_stream
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

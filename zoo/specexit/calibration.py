@@ -19,7 +19,8 @@ import statistics as st
 
 import torch
 
-from zoo.specexit.decoding import ExitConfig, ProbeExit, SignalRecorder, target_generate
+from zoo.specexit.decoding import target_generate
+from zoo.specexit.exits import ExitConfig, ProbeExit, SignalRecorder
 from zoo.specexit.traces import Problem, parse_answer
 
 #: SpecExit's grid (alpha 0.1 and progress 0.3 fixed as in the paper): smoothed confidence above, remaining

@@ -19,7 +19,7 @@ from zoo.progress import track
 from zoo.quant.moe.quantizers import torch_threads
 from zoo.specexit.calibration import CONFIDENCE_GRID, PROBE_GRID, REMAIN_GRID, forced_answer
 from zoo.specexit.data import test_problems, validation_problems
-from zoo.specexit.decoding import FirstCheckStop
+from zoo.specexit.exits import FirstCheckStop
 from zoo.specexit.traces import build_trace, exit_label, last_computed_value, parse_answer
 
 MODES = {"target_greedy": "target", "speculative": "spec", "probe_exit": "probe_exit", "specexit": "specexit"}

@@ -10,7 +10,7 @@ remaining length < threshold. No extra model or pass is needed, unlike probing-b
 Training runs in two stages (two recipes): ``stage="target"`` trains the target LM on generated traces;
 ``stage="draft"`` freezes it and trains the draft (token loss, 2-step unrolled, plus the signal losses) and,
 for the probing baseline, a linear probe on target hidden states. See :mod:`zoo.specexit.decoding` for the
-decoders and :mod:`zoo.specexit.traces` for the data.
+decoders, :mod:`zoo.specexit.exits` for the exit rules and :mod:`zoo.specexit.traces` for the data.
 
 Deviations from the paper and choices where the spec reconstructs (R) (issue 34 rework):
 
@@ -72,16 +72,8 @@ from zoo._errors import ZooError
 from zoo._inference import PretrainedMixin
 from zoo.common.schedules import warmup_cosine
 from zoo.specexit import INPUT_FORMAT
-from zoo.specexit.decoding import (
-    ExitConfig,
-    GenerationResult,
-    NoExit,
-    OracleExit,
-    ProbeExit,
-    SignalExit,
-    SpeculativeDecoder,
-    target_generate,
-)
+from zoo.specexit.decoding import GenerationResult, SpeculativeDecoder, target_generate
+from zoo.specexit.exits import ExitConfig, NoExit, OracleExit, ProbeExit, SignalExit
 from zoo.specexit.models import (
     ConcatCache,
     DraftConfig,
