@@ -52,9 +52,7 @@ def test_bad_inputs():
         NegLabelOODDataModule(tier=3)
 
 
-@pytest.mark.skipif(
-    NAME not in zoo.list_models(), reason="the entry is registered once its card exists (issue 23: zoo eval pending)"
-)
+@pytest.mark.skipif(NAME not in zoo.list_models(), reason="the entry is registered once its card exists")
 def test_pretrained_reproduces_its_card_on_a_slice(hf_cache, hf_offline):
     from zoo.renyi_neglabel_ood.evaluate import score_pretrained
 

@@ -3,7 +3,7 @@
 Debian ships the WordNet database in ``/usr/share/wordnet`` (installed by ``tools/bootstrap.sh`` from
 ``debian-packages.txt``) but not the ``lexnames`` file nltk needs, and nltk looks for
 ``corpora/wordnet`` under ``NLTK_DATA``. :func:`wordnet` copies the Debian files into a private nltk
-data folder (``~/.cache/icml26-zoo/nltk_data`` unless ``ZOO_NLTK_DATA`` says otherwise; about 30 MB), writes
+data folder (``zoo._paths.cache_dir("nltk_data")``, i.e. ``$ZOO_CACHE_DIR/nltk_data``; about 30 MB), writes
 ``lexnames`` there, and returns nltk's ``wordnet`` reader. Nothing is downloaded. Papers 7 (negative
 labels), 12 (class glosses) and 18 (a text domain of synset definitions) share it.
 """
@@ -41,9 +41,10 @@ _FILES = (
 
 
 def nltk_data_dir() -> Path:
-    """The nltk data folder the zoo manages (``ZOO_NLTK_DATA``, else ``~/.cache/icml26-zoo/nltk_data``)."""
-    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "icml26-zoo" / "nltk_data"
-    return Path(os.environ.get("ZOO_NLTK_DATA", default))
+    """The nltk data folder the zoo manages: ``zoo._paths.cache_dir("nltk_data")`` (``$ZOO_CACHE_DIR/nltk_data``)."""
+    from zoo._paths import cache_dir
+
+    return cache_dir("nltk_data")
 
 
 def prepare(source: Path = DEBIAN_WORDNET, target: Path | None = None) -> Path:

@@ -57,11 +57,10 @@ POOL_ADJS = 2_000
 
 
 def cache_dir() -> Path:
-    """Where features are cached: ``ZOO_RENYI_CACHE``, else ``~/.cache/icml26-zoo/renyi_neglabel_ood``."""
-    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "icml26-zoo" / "renyi_neglabel_ood"
-    path = Path(os.environ.get("ZOO_RENYI_CACHE", default))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """Where features are cached: the paper's data-cache folder (``$ZOO_CACHE_DIR/renyi_neglabel_ood``)."""
+    from zoo._paths import cache_dir as paper_cache
+
+    return paper_cache("renyi_neglabel_ood")
 
 
 # ------------------------------------------------------------------------------------------------ images
@@ -282,7 +281,7 @@ def load_wordnet():
             f"{error}. Negative labels are mined from WordNet 3.0: install the Debian packages wordnet-base and "
             "wordnet-sense-index (sudo apt-get install wordnet-base wordnet-sense-index); nltk also needs the "
             "'lexnames' file, which Debian does not ship: zoo.common.wordnet.prepare() writes it into "
-            "$ZOO_NLTK_DATA/corpora/wordnet/lexnames (the 45 lexicographer file names) on first use"
+            "$ZOO_CACHE_DIR/nltk_data/corpora/wordnet/lexnames (the 45 lexicographer file names) on first use"
         ) from None
 
 
