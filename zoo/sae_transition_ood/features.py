@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,7 +65,10 @@ class Features:
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("ZOO_SAE_OOD_CACHE", Path.home() / ".cache" / "icml26-zoo" / "sae_transition_ood"))
+    """The paper's data-cache folder (``$ZOO_CACHE_DIR/sae_transition_ood``): MiniLM features and SAE stacks."""
+    from zoo._paths import cache_dir
+
+    return cache_dir("sae_transition_ood")
 
 
 def build_features(tokens_per_text: int = 20, batch_size: int = 64, cache_dir: Path | None = None) -> Features:

@@ -4,7 +4,7 @@ Each ID setting's validation texts are scored against the validation OOD domain 
 split is not read. SAEs are trained with seed 0 for each ``k_sae`` of the grid (the recipe's other training
 arguments). Every arm gets at least the method's number of trials; the winners, the grids and every trial's
 validation AUROC go to ``zoo/sae_transition_ood/tuning.json``, which the evaluation reads. ``k_sae`` is the
-issue's k = 32 (a grid of one: the earlier 2-epoch tuning over {16, 32} chose 32 in every setting, and each
+spec's k = 32 (a grid of one: the earlier 2-epoch tuning over {16, 32} chose 32 in every setting, and each
 further value costs one SAE training per setting). The SAE-free arms' trials depend only on the cached MiniLM
 features; when only the SAE training changed they are carried over from the previous record (``reused_trials``).
 """
@@ -23,11 +23,12 @@ from zoo.sae_transition_ood import domains as D
 from zoo.sae_transition_ood.detector import auroc, cached_stack
 from zoo.sae_transition_ood.features import default_cache_dir
 
+RECIPE = "recipes/sae_transition_ood/docstrings.yaml"
 TUNING_FILE = Path(__file__).with_name("tuning.json")
 FEATURES_KEY = {"tokens_per_text": 20}  # the MiniLM feature cache the trials were scored on
 LAYERS = list(range(7))
 GRIDS = {
-    "transition": {"k_sae": [32], "top_k": [4, 8, 16], "alpha": [0.01, 0.1, 1.0]},  # k_sae: the issue's k = 32
+    "transition": {"k_sae": [32], "top_k": [4, 8, 16], "alpha": [0.01, 0.1, 1.0]},  # k_sae: the spec's k = 32
     "multi_layer_unigram": {"top_k": [4, 8, 16], "alpha": [0.01, 0.1, 1.0]},  # the transition arm's SAEs
     "single_layer": {"layer": LAYERS, "top_k": [4, 8, 16]},  # SAEs and alpha: the transition arm's
     "raw_transition": {"top_k": [4, 8, 16, 32], "alpha": [0.01, 0.1, 1.0]},  # of 384 units; K^2 pairs per token
@@ -37,6 +38,33 @@ GRIDS = {
 }
 SAE_ARMS = ("transition", "multi_layer_unigram", "single_layer", "raw_transition")
 SAE_FREE_ARMS = ("mahalanobis", "knn", "energy")  # read only the MiniLM features: independent of the SAEs
+
+
+def recipe_train_args() -> dict:
+    """The SAE training arguments of the recipe (the single source): epochs, batch, lr, aux-k, sample size.
+
+    The tuning and the evaluation train their SAEs outside Lightning (:func:`~.detector.cached_stack`) with these.
+    """
+    import yaml
+
+    from zoo._recipes import resolve_recipe
+
+    with open(resolve_recipe(RECIPE)) as handle:
+        recipe = yaml.safe_load(handle)
+    model, data = recipe["model"]["init_args"], recipe["data"]["init_args"]
+    return {
+        "features": model.get("features", 1024),
+        "train_tokens": data.get("train_tokens", 40_000),
+        "epochs": recipe["trainer"]["max_epochs"],
+        "batch_size": data.get("batch_size", 128),
+        "lr": model.get("lr", 3e-3),
+        "aux_k": model.get("aux_k", 256),
+        "aux_coef": model.get("aux_coef", 1 / 32),
+        "dead_after": model.get("dead_after", 10_000),
+        "tied": model.get("tied", False),
+        "init": model.get("init", "data"),
+        "schedule": model.get("lr_schedule", "decay"),
+    }
 
 
 def trials(arm: str) -> int:
@@ -109,7 +137,6 @@ def main(argv: list[str] | None = None) -> None:
 
     import torch
 
-    from zoo.sae_transition_ood.evaluate import recipe_train_args
     from zoo.sae_transition_ood.features import build_features
 
     parser = argparse.ArgumentParser(description="validation-only tuning of sae_transition_ood's arms")

@@ -4,7 +4,7 @@ Both run in this process on the same ``--texts`` docstring test chunks (MiniLM b
 scorer streams MiniLM's hidden states through the 7 SAEs and keeps only the top-K indices of every token. The
 target is an overhead of at most 1.3x (scorer time / forward time).
 
-    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/sae_transition_ood_stream.py
+    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/sae_transition_ood/stream.py   (--smoke: 64 texts, 1 repeat)
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=300, help="docstring test chunks (32-64 tokens)")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--pretrained", action="store_true", help="the published detector (default: fresh weights)")
+    parser.add_argument("--smoke", action="store_true", help="64 texts, one repeat (seconds)")
     args = parser.parse_args()
+    if args.smoke:
+        args.texts, args.repeats = 64, 1
 
     import torch
 
