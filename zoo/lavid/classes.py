@@ -9,7 +9,6 @@ top) get the mean signature of their member classes, so their rows still sum to 
 from __future__ import annotations
 
 import json
-import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -44,8 +43,10 @@ SPURIOUS_NAMES = ("footwear", "top")
 
 
 def _cache_dir() -> Path:
-    root = Path(os.environ.get("ZOO_CACHE", Path.home() / ".cache" / "icml26-zoo"))
-    return root / "lavid"
+    """The paper's data-cache folder (``$ZOO_CACHE_DIR/lavid``): class texts' signatures and name embeddings."""
+    from zoo._paths import cache_dir
+
+    return cache_dir("lavid")
 
 
 def fmnist_class_texts() -> list[ClassText]:

@@ -82,7 +82,7 @@ def score(arm: str, config: dict, settings: dict) -> float:
     scores = []
     for seed in TUNING_SEEDS:
         x, y = fmnist_few_shot(10, seed)
-        model = train_arm(arm, x, y, "fmnist", seed, settings, settings["_cache"], hp=config)
+        model = train_arm(arm, x, y, "fmnist", seed, settings, hp=config)
         scores.append(accuracy(model, xv, yv))
     return float(np.mean(scores))
 
@@ -97,7 +97,7 @@ def score_spurious(arm: str, config: dict, settings: dict) -> tuple[float, float
     worst, average = [], []
     for seed in TUNING_SEEDS:
         x, y, _ = spurious_split("train", seed, settings["spurious_size"], settings["correlation"], settings["alpha"])
-        model = train_arm(arm, x, y, "spurious", seed, settings, settings["_cache"], hp=config)
+        model = train_arm(arm, x, y, "spurious", seed, settings, hp=config)
         w, a, _ = group_accuracies(model, xv, yv, gv)
         worst.append(w)
         average.append(a)
@@ -129,8 +129,6 @@ def _key(config: dict) -> str:
 
 def main(kinds: tuple[str, ...] = ("fmnist", "spurious")) -> None:
     """Tune every arm on the few-shot and/or the spurious validation data, reusing recorded trials."""
-    from pathlib import Path
-
     import torch
 
     from zoo.lavid.evaluate import PROTOCOL
@@ -138,7 +136,6 @@ def main(kinds: tuple[str, ...] = ("fmnist", "spurious")) -> None:
 
     torch.set_num_threads(2)
     settings = PROTOCOL.resolve()
-    settings["_cache"] = Path(settings["cache_dir"]) / "tuning"
     record = json.loads(TUNING_FILE.read_text()) if TUNING_FILE.is_file() else {"chosen": {}, "arms": {}}
     record.update({"seeds": list(TUNING_SEEDS), "split": "1,000 held-out training images"})
     for kind in kinds:

@@ -1,6 +1,6 @@
 """LaViD's cost: one training step with the signature loss against a CE step, and the signature build.
 
-    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/lavid_overhead.py
+    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/lavid/overhead.py   (--smoke: 20 timed steps per mode)
 
 Prints the median time of a LaViD step (CE + beta * MSE through feature2question) and of a CE step of the same
 student on the same batch of 16 Fashion-MNIST images, their ratio (target <= 1.1x), and the time to build
@@ -35,6 +35,14 @@ def step_time(mode: str, images, labels, targets, repeats: int = 200) -> float:
 
 
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=200, help="timed steps per mode (after 20 warm-up steps)")
+    parser.add_argument("--smoke", action="store_true", help="20 timed steps per mode (seconds)")
+    args = parser.parse_args()
+    repeats = 20 if args.smoke else args.repeats
+
     from zoo.lavid.classes import fmnist_class_texts
     from zoo.lavid.data import fmnist_few_shot
     from zoo.lavid.signatures import SentenceEncoderTeacher, build_signatures, load_questions
@@ -50,9 +58,9 @@ def main() -> None:
     x, y = fmnist_few_shot(10, 0)
     images, labels = x[:16], y[:16]
     targets = mode_targets("lavid", sig.matrix, sig.num_options)
-    ce = step_time("ce", images, labels, None)
-    lavid = step_time("lavid", images, labels, targets)
-    ce_again = step_time("ce", images, labels, None)  # CE measured before and after: drift of a shared machine
+    ce = step_time("ce", images, labels, None, repeats)
+    lavid = step_time("lavid", images, labels, targets, repeats)
+    ce_again = step_time("ce", images, labels, None, repeats)  # CE measured before and after: drift of a shared machine
     ce = min(ce, ce_again)
     print(f"signature build (MiniLM, {len(texts)} classes x {len(questions)} questions x 5): {build:.2f} s")
     print(f"CE step {1e3 * ce:.2f} ms, LaViD step {1e3 * lavid:.2f} ms, ratio {lavid / ce:.3f}x (target <= 1.1x)")
