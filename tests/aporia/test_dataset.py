@@ -22,7 +22,7 @@ from zoo.aporia.dataset import (
     sha256_file,
     socrates_mini,
 )
-from zoo.aporia.facts import country_facts, extract_answer, is_near_miss
+from zoo.aporia.facts import country_facts, extract_answer, is_near_miss, prompt
 
 
 class ScriptedGenerator:
@@ -32,7 +32,7 @@ class ScriptedGenerator:
         self.by_prompt = {}
         for fact in country_facts():
             for template in range(5):
-                self.by_prompt[f"Q: {fact.question(template)} A:"] = fact
+                self.by_prompt[prompt(fact, template)] = fact
         self.capitals = sorted({f.value for f in country_facts() if f.attribute == "capital"})
 
     def sample(self, prompts, n=1, *, temperature=1.0, seed=0, **kwargs):
@@ -120,9 +120,7 @@ def test_pairs_keep_near_miss_hallucinations_one_pair_per_fact(min_share):
     else:
         assert not all(near)  # the first release's rule keeps far misses too
     assert all(p["attribute"] != "region" for p in pairs)
-    assert all(
-        p["prompt"] == f"Q: {country_facts_by_key()[p['fact']].question(p['question_template'])} A:" for p in pairs
-    )
+    assert all(p["prompt"] == prompt(country_facts_by_key()[p["fact"]], p["question_template"]) for p in pairs)
 
 
 def country_facts_by_key():
@@ -212,6 +210,13 @@ def test_socrates_mini_round_trip(tmp_path):
     assert again.responses == dataset.responses and again.pairs == dataset.pairs
     cached = socrates_mini(config, generators={"scripted": ScriptedGenerator()}, cache_dir=tmp_path)
     assert cached.responses == dataset.responses
+
+
+def test_the_dataset_cache_is_the_zoos_data_cache(monkeypatch, tmp_path):
+    from zoo.aporia.dataset import cache_root
+
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
+    assert cache_root() == tmp_path / "aporia"  # zoo._paths.cache_dir("aporia"), no default of its own
 
 
 def _toy_dataset(seed: int) -> SocratesMini:

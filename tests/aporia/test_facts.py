@@ -9,6 +9,7 @@ import pytest
 from zoo.aporia.facts import (
     ANSWER_TEMPLATES,
     QUESTION_TEMPLATES,
+    answer_text,
     country_facts,
     extract_answer,
     fact_lines,
@@ -18,6 +19,7 @@ from zoo.aporia.facts import (
     label_response,
     parse_answers,
     prompt,
+    question_text,
     value_vocabulary,
 )
 
@@ -45,9 +47,9 @@ def test_corpus_states_each_fact_five_times_with_paraphrased_answers():
     for fact in facts:
         mine = [line for line in lines if f" {fact.country}" in line]
         assert len(mine) == 5
-        assert {fact.question(t) for t in range(5)} == {line[3 : line.index(" A: ")] for line in mine}
+        assert {question_text(fact, t) for t in range(5)} == {line[3 : line.index(" A: ")] for line in mine}
         answers = {line[line.index(" A: ") + 4 :] for line in mine}
-        assert len(answers) == 5 and answers <= {fact.answer(t) for t in range(10)}  # 5 of the 10 paraphrases
+        assert len(answers) == 5 and answers <= {answer_text(fact, t) for t in range(10)}  # 5 of the 10 paraphrases
     assert all(len(QUESTION_TEMPLATES[a]) == 5 and len(ANSWER_TEMPLATES[a]) == 10 for a in QUESTION_TEMPLATES)
     # across facts every paraphrase is taught, so genuine answers are not one or two strings
     used = Counter(line.split(" A: ")[1].replace("Lima", "{v}") for line in fact_lines([facts[0]] * 20, seed=1))
@@ -58,7 +60,7 @@ def test_labeller_never_calls_a_well_formed_correct_answer_hallucinated():
     """Every fact stated in every one of its ten templates, plus hand-written variants: all genuine."""
     for fact in country_facts():
         for template in range(10):
-            assert label_response(fact, fact.answer(template)) == "genuine", (fact, template)
+            assert label_response(fact, answer_text(fact, template)) == "genuine", (fact, template)
     handwritten = [
         ("Peru", "capital", "the capital of PERU is lima"),
         ("Peru", "capital", "Lima serves as the capital of Peru!"),

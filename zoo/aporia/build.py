@@ -4,7 +4,7 @@ The pipeline: load the published generator LMs (sha256-verified), sample, label 
 seed (:func:`zoo.aporia.dataset.build_socrates_mini`), write each into its own ``.npz``
 (:func:`zoo.aporia.dataset.save_artifact`; ``hub_cards/aporia.socrates_mini/socrates_mini_seed<S>.npz``, one
 file per seed keeps each under the 10 MB file limit) and print the sha256 digests with per-generator
-statistics. The digests go into the registry pins (``zoo/aporia/__init__.py``), which
+statistics. The digests go into the registry pins (``zoo/aporia/pins.json``), which
 :func:`zoo.aporia.dataset.published` checks on every load. ``--out FILE`` writes every dataset into one file.
 
 ``--merge FILE ...`` adds the datasets of earlier artifacts (bit for bit) to those built now, so seeds can be

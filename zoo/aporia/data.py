@@ -105,8 +105,8 @@ class SocratesMiniDataModule(pl.LightningDataModule):
             False = stratified folds.
         draws: Label draws per fold in the protocol (to reproduce its draw 0 of fold ``split``).
         seed: Seed of the dataset and of the folds/draws.
-        cache_dir: Cache root; ``"default"`` = ``$ZOO_CACHE_DIR/aporia`` (``~/.cache/icml26-zoo/aporia``),
-            None = no cache.
+        cache_dir: Cache root; ``"default"`` = the zoo's data cache (``zoo._paths.cache_dir("aporia")``), None = no
+            cache.
     """
 
     def __init__(

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -49,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from zoo import _paths
 from zoo._errors import ZooError
 from zoo._hub import sha256_file
 from zoo._serialization import weights_digest
@@ -205,9 +205,8 @@ class SocratesMini:
 
 
 def cache_root() -> Path:
-    """``$ZOO_CACHE_DIR/aporia`` (default ``~/.cache/icml26-zoo/aporia``)."""
-    base = os.environ.get("ZOO_CACHE_DIR") or Path.home() / ".cache" / "icml26-zoo"
-    return Path(base) / "aporia"
+    """The zoo's data cache of this paper, ``zoo._paths.cache_dir("aporia")`` (``$ZOO_CACHE_DIR/aporia``)."""
+    return _paths.cache_dir("aporia", create=False)
 
 
 def cache_key(config: SocratesConfig, weight_digests: dict[str, str]) -> str:

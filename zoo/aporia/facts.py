@@ -1,12 +1,13 @@
-"""Country facts from the ``countryinfo`` package, the question/answer templates, and the labelling rule.
+"""The question/answer templates of the country facts, the facts corpus, and the labelling rule.
 
-A *fact* is (country, attribute, value). Each attribute has five question templates and ten answer
-templates (paraphrases: the value at the start, middle or end of the sentence, different verbs). The
-training corpus states every fact five times, question template ``i`` followed by one of five answer
-templates drawn per fact from the ten, so a model that knows a fact phrases its answer many ways and
-genuine answers are semantically identical but not near-duplicate strings.
+A *fact* is (country, attribute, value), read by :func:`zoo.common.countries.country_facts` (prefetch_rag
+reads the same facts). Each attribute has five question templates and ten answer templates (paraphrases: the
+value at the start, middle or end of the sentence, different verbs). The training corpus states every fact five
+times, question template ``i`` followed by one of five answer templates drawn per fact from the ten, so a model
+that knows a fact phrases its answer many ways and genuine answers are semantically identical but not
+near-duplicate strings.
 
-Labelling rule (documented in the registry notes, tested in ``tests/aporia/test_facts.py``):
+Labelling rule (documented in the card, ``card.md``; tested in ``tests/aporia/test_facts.py``):
 
 1. Fold the response and the templates: Unicode NFKD, diacritics dropped, case folded, whitespace
    collapsed, trailing punctuation dropped.
@@ -33,13 +34,12 @@ from __future__ import annotations
 import difflib
 import random
 import re
-import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from functools import lru_cache
 
+from zoo.common.countries import ATTRIBUTES, Fact, country_facts, fold, fold_answer
+
 QUESTIONS_PER_FACT = 5  # question templates per attribute = lines per fact in the corpus
-ATTRIBUTES = ("capital", "region", "subregion", "demonym", "currency", "calling_code", "border", "language")
 
 QUESTION_TEMPLATES: dict[str, tuple[str, ...]] = {
     "capital": (
@@ -199,110 +199,15 @@ ANSWER_TEMPLATES: dict[str, tuple[str, ...]] = {
     ),
 }
 
-#: ISO 639-1 (and a few other) codes used by countryinfo, to English language names.
-LANGUAGE_NAMES = {
-    "English": "English", "af": "Afrikaans", "am": "Amharic", "ar": "Arabic", "az": "Azerbaijani",
-    "be": "Belarusian", "bg": "Bulgarian", "bi": "Bislama", "bn": "Bengali", "bs": "Bosnian", "ca": "Catalan",
-    "cnr": "Montenegrin", "cs": "Czech", "da": "Danish", "de": "German", "dv": "Dhivehi", "dz": "Dzongkha",
-    "el": "Greek", "en": "English", "es": "Spanish", "et": "Estonian", "fa": "Persian", "fi": "Finnish",
-    "fo": "Faroese", "fr": "French", "ga": "Irish", "he": "Hebrew", "hi": "Hindi", "hr": "Croatian",
-    "hu": "Hungarian", "hy": "Armenian", "id": "Indonesian", "is": "Icelandic", "it": "Italian", "ja": "Japanese",
-    "ka": "Georgian", "kk": "Kazakh", "kl": "Greenlandic", "km": "Khmer", "ko": "Korean", "ky": "Kyrgyz",
-    "la": "Latin", "lo": "Lao", "lt": "Lithuanian", "lv": "Latvian", "mk": "Macedonian", "mn": "Mongolian",
-    "ms": "Malay", "mt": "Maltese", "my": "Burmese", "ne": "Nepali", "nl": "Dutch", "no": "Norwegian",
-    "pl": "Polish", "ps": "Pashto", "pt": "Portuguese", "ro": "Romanian", "rs": "Serbian", "ru": "Russian",
-    "rw": "Kinyarwanda", "si": "Sinhala", "sk": "Slovak", "sl": "Slovenian", "sm": "Samoan", "so": "Somali",
-    "sq": "Albanian", "sr": "Serbian", "sv": "Swedish", "sw": "Swahili", "tg": "Tajik", "th": "Thai",
-    "ti": "Tigrinya", "tk": "Turkmen", "tr": "Turkish", "uk": "Ukrainian", "uz": "Uzbek", "vi": "Vietnamese",
-    "zh": "Chinese",
-}  # fmt: skip
+
+def question_text(fact: Fact, template: int) -> str:
+    """The question about ``fact`` in template ``template`` (0-4)."""
+    return QUESTION_TEMPLATES[fact.attribute][template].format(c=fact.country)
 
 
-@dataclass(frozen=True)
-class Fact:
-    """One atomic fact.
-
-    Args:
-        country: Country name as countryinfo spells it.
-        attribute: One of :data:`ATTRIBUTES`.
-        value: The answer the corpus teaches.
-        accepted: Every folded answer string that counts as correct (value, aliases, other true values).
-    """
-
-    country: str
-    attribute: str
-    value: str
-    accepted: frozenset[str] = field(default_factory=frozenset)
-
-    @property
-    def key(self) -> str:
-        """A stable identifier ``attribute:country``."""
-        return f"{self.attribute}:{self.country}"
-
-    def question(self, template: int) -> str:
-        """The question in template ``template`` (0-4)."""
-        return QUESTION_TEMPLATES[self.attribute][template].format(c=self.country)
-
-    def answer(self, template: int) -> str:
-        """The correct answer sentence in template ``template`` (0-9)."""
-        return ANSWER_TEMPLATES[self.attribute][template].format(c=self.country, v=self.value)
-
-
-def fold(text: str) -> str:
-    """Case-, diacritic- and whitespace-folded text, trailing punctuation dropped."""
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(ch for ch in text if not unicodedata.combining(ch))
-    text = re.sub(r"\s+", " ", text.casefold()).strip()
-    return text.rstrip(" .!?;,")
-
-
-def fold_answer(text: str) -> str:
-    """A folded answer string: :func:`fold`, leading "the" and punctuation other than ``+`` removed."""
-    text = fold(text)
-    text = re.sub(r"[^\w+ ]+", " ", text)
-    text = re.sub(r"^the ", "", re.sub(r"\s+", " ", text).strip())
-    return text.strip()
-
-
-@lru_cache(maxsize=1)
-def country_facts() -> tuple[Fact, ...]:
-    """All facts of the 256 countries in ``countryinfo``, in a fixed order (about 1.9 k facts)."""
-    from countryinfo import all_countries
-
-    infos = [country.info() for country in all_countries()]
-    by_alpha3 = {info.get("ISO", {}).get("alpha3"): info for info in infos}
-
-    def names_of(info: dict) -> set[str]:
-        spellings = [s for s in info.get("altSpellings") or [] if len(s.strip()) > 3]
-        return {fold_answer(s) for s in [info["name"], *spellings]}
-
-    facts = []
-    for info in infos:
-        country = info["name"]
-        values: dict[str, tuple[str, set[str]]] = {}
-        for attribute in ("capital", "region", "subregion", "demonym"):
-            value = info.get(attribute)
-            value = value[0] if isinstance(value, list) and value else value  # one capital is a list
-            if isinstance(value, str) and value:
-                values[attribute] = (value, {fold_answer(value)})
-        if info.get("currencies"):
-            values["currency"] = (info["currencies"][0], {fold_answer(info["currencies"][0])})
-        codes = [c for c in info.get("callingCodes") or [] if c]
-        if codes:
-            values["calling_code"] = (f"+{codes[0]}", {fold_answer(f"+{codes[0]}")})
-        neighbours = [by_alpha3[b] for b in info.get("borders") or [] if b in by_alpha3]
-        if neighbours:
-            accepted = set().union(*(names_of(n) for n in neighbours))
-            values["border"] = (neighbours[0]["name"], accepted)
-        languages = [code for code in info.get("languages") or [] if code in LANGUAGE_NAMES]
-        if languages:
-            name = LANGUAGE_NAMES[languages[0]]
-            values["language"] = (name, {fold_answer(name)})
-        for attribute in ATTRIBUTES:
-            if attribute in values:
-                value, accepted = values[attribute]
-                facts.append(Fact(country, attribute, value, frozenset(accepted)))
-    return tuple(facts)
+def answer_text(fact: Fact, template: int) -> str:
+    """The correct answer sentence of ``fact`` in template ``template`` (0-9)."""
+    return ANSWER_TEMPLATES[fact.attribute][template].format(c=fact.country, v=fact.value)
 
 
 def fact_lines(facts: Sequence[Fact], seed: int = 0, paraphrases: int = 10) -> list[str]:
@@ -321,14 +226,14 @@ def fact_lines(facts: Sequence[Fact], seed: int = 0, paraphrases: int = 10) -> l
     for fact in facts:
         answers = list(range(paraphrases))
         rng.shuffle(answers)
-        lines += [f"{prompt(fact, q)} {fact.answer(a)}" for q, a in enumerate(answers[:QUESTIONS_PER_FACT])]
+        lines += [f"{prompt(fact, q)} {answer_text(fact, a)}" for q, a in enumerate(answers[:QUESTIONS_PER_FACT])]
     rng.shuffle(lines)
     return lines
 
 
 def prompt(fact: Fact, template: int) -> str:
     """The generation prompt ``"Q: <question> A:"``; the model continues with the answer."""
-    return f"Q: {fact.question(template)} A:"
+    return f"Q: {question_text(fact, template)} A:"
 
 
 @lru_cache(maxsize=4096)

@@ -460,7 +460,7 @@ def logistic_regression(
     theorem), so the solve runs in an orthonormal basis of that row space: a few Newton steps on an
     (L + 1)-dimensional problem instead of lbfgs in d dimensions: the same optimum (sklearn's at a tight
     tolerance), about 4x faster than ``sklearn.linear_model.LogisticRegression`` on 40-label fits in 384-d
-    (``benchmarks/aporia_lp_speed.py``).
+    (``benchmarks/aporia/lp_speed.py``).
 
     Args:
         x: ``(L, d)`` labelled embeddings.

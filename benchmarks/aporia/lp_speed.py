@@ -6,7 +6,9 @@ Also checks that the two give the same predictions. Then times the logistic-regr
 protocol (Newton in the row space of the labelled embeddings) against ``sklearn.linear_model.
 LogisticRegression`` on ``--fits`` few-label fits in 384-d, and checks that they predict the same.
 
-    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/aporia_lp_speed.py
+    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/aporia/lp_speed.py [--smoke]
+
+``--smoke``: 2,000 points, one repeat, 10 fits (seconds).
 """
 
 from __future__ import annotations
@@ -36,7 +38,10 @@ def main() -> None:
     parser.add_argument("--labels", type=int, default=20, help="labelled points per class")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--fits", type=int, default=100, help="logistic-regression fits (40 labels, 384-d)")
+    parser.add_argument("--smoke", action="store_true", help="the smallest run: 2,000 points, 1 repeat, 10 fits")
     args = parser.parse_args()
+    if args.smoke:
+        args.points, args.repeats, args.fits = 2_000, 1, 10
 
     from zoo.aporia.lp import lp_scores
 
