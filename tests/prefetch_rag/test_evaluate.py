@@ -1,148 +1,102 @@
-"""The evaluation's per-seed piece cache (benchmarks/eval_pieces.py prefetch_rag): stored once, read back."""
+"""The evaluation on the harness: one timed pass decodes every arm, a stored fit reloads as trained, the claims."""
 
 from types import SimpleNamespace
 
+import pytest
+
 from zoo.prefetch_rag import evaluate as E
-from zoo.prefetch_rag.decoder import ARMS
+from zoo.prefetch_rag.decoder import ARMS, Hyper
 
 
-def _run(seed=0, recipe="prefetch_rag/countries"):
-    entry = SimpleNamespace(pretrained_cfg=SimpleNamespace(recipe=recipe))
-    return SimpleNamespace(
-        seed=seed, settings={"n_single": 2}, retrain=False, weights=None, cache={}, extras={}, entry=lambda arm: entry
-    )
+def test_every_arm_is_one_timed_shared_pass():
+    (group,) = E.PROTOCOL.shared
+    assert group.timed and E.PROTOCOL.is_timed("no_retrieval")  # wall-clock latency: measured alone
+    assert set(group.arms) == set(ARMS) == set(E.PROTOCOL.arms)
+    assert all(E.PROTOCOL.group(arm) is group for arm in ARMS)
 
 
-def test_seed_pieces_are_stored_and_read_back(monkeypatch, tmp_path):
-    calls = []
+def test_the_pass_decodes_each_arm_once_per_clock_and_drops_nan(monkeypatch):
+    pytest.importorskip("countryinfo")
+    import zoo.prefetch_rag.index as index
+    import zoo.prefetch_rag.scoring as scoring
+    from zoo.eval.engine import measure_task
 
-    def fake_all_arms(run):
-        calls.append(run.seed)
-        run.extras["hyper"] = {"theta": 2.0, "keep_blocks": 2}
-        return {"prefetch": {"em": 0.5, "hit_rate": float("nan")}, "sync_active": {"em": 0.6}}
+    decoded, loaded = [], []
 
-    monkeypatch.setattr(E, "_all_arms", fake_all_arms)
-    monkeypatch.setenv(E.CACHE_ENV, str(tmp_path))
-    assert E.measure("prefetch", _run()) == {"em": 0.5}  # NaN metrics are left out
-    assert len(list(tmp_path.glob("seed0-*.json"))) == 1
-    again = _run()
-    assert E.measure("sync_active", again) == {"em": 0.6} and again.extras["hyper"]["keep_blocks"] == 2
-    assert calls == [0]  # the second run read the piece
-    E.measure("prefetch", _run(seed=1))
-    assert calls == [0, 1]
-    monkeypatch.delenv(E.CACHE_ENV)
-    E.measure("prefetch", _run())
-    assert calls == [0, 1, 0]  # no cache folder: decoded again
+    def fake_run_arm(decoder, questions, arm, clock_factory=None, batch=True, record=False, traces=None):
+        decoded.append((arm, "wall" if clock_factory else "simulated", decoder.hyper.interval))
+        metrics = {"em": 0.5, "hit_rate": float("nan"), "latency_ms_mean": 100.0, "ttft_ms_mean": 10.0}
+        return metrics | ({"predictor_auroc": 0.7} if record else {})
 
-
-def test_seed_pieces_are_keyed_on_the_entry_recipe_text(monkeypatch, tmp_path):
-    recipe = tmp_path / "recipe.yaml"
-    recipe.write_text("trainer: {max_steps: 600}\n")
-    monkeypatch.setenv(E.CACHE_ENV, str(tmp_path / "pieces"))
-    first = E._piece(_run(recipe=str(recipe)))
-    assert first == E._piece(_run(recipe=str(recipe)))
-    assert first != E._piece(_run())  # another recipe file
-    recipe.write_text("trainer: {max_steps: 700}\n")
-    assert first != E._piece(_run(recipe=str(recipe)))  # same file, changed text
-
-
-def test_seed_fits_are_stored_and_loaded(monkeypatch, tmp_path):
-    from zoo.prefetch_rag.lm import LMConfig
-    from zoo.prefetch_rag.module import PrefetchRAGModule
-
-    fits = []
-
-    class FakeRun:
-        seed, weights = 1, None
-
-        def uses_published(self, arm):
-            return False
-
-        def entry(self, arm):
-            return SimpleNamespace(pretrained_cfg=SimpleNamespace(recipe="prefetch_rag/countries"))
-
-        def recipe_overrides(self):
-            return []
-
-        def load(self, arm):
-            fits.append(arm)
-            return PrefetchRAGModule(LMConfig(vocab_size=64, n_embd=32, n_layer=1, n_head=2), keep_grid=(1, 2))
-
-    monkeypatch.setenv(E.FITS_ENV, str(tmp_path))
-    first = E.load_method(FakeRun())
-    path = E.fit_folder(FakeRun())
-    assert path.parent == tmp_path and path.name.startswith("fit-seed1-") and (path / "config.json").is_file()
-    second = E.load_method(FakeRun())
-    assert fits == ["prefetch"]  # the second run loaded the stored fit
-    assert list(second.hparams.keep_grid) == list(first.hparams.keep_grid) == [1, 2]
-    for name, tensor in first.state_dict().items():
-        assert (second.state_dict()[name] == tensor).all()
-    published = FakeRun()
-    published.uses_published = lambda arm: True
-    assert E.fit_folder(published) is None
+    checkpoint = SimpleNamespace(decoder=lambda retriever, encoder: SimpleNamespace(hyper=Hyper()))
+    monkeypatch.setattr(scoring, "run_arm", fake_run_arm)
+    monkeypatch.setattr(scoring, "summarise", lambda questions, traces: {"em": 0.25})
+    monkeypatch.setattr(index, "build_retriever", lambda: None)
+    monkeypatch.setattr(index, "TextEncoder", lambda: None)
+    settings = E.PROTOCOL.resolve({"n_single": 4, "n_multi": 2, "wall_questions": 1})
+    run = SimpleNamespace(settings=settings, extras={}, load=lambda arm: loaded.append(arm) or checkpoint)
+    scores = measure_task(E.PROTOCOL, run, ("telerag",))
+    assert loaded == ["prefetch"]  # one checkpoint per seed: the method's
+    assert [arm for arm, clock, _ in decoded if clock == "simulated"] == list(ARMS)
+    assert [arm for arm, clock, _ in decoded if clock == "wall"] == list(ARMS)
+    tuned = {arm: interval for arm, _, interval in decoded}
+    assert tuned["telerag"] == E.T.chosen_hyper(Hyper(), arm="telerag").interval  # each arm as it was tuned
+    assert scores["prefetch"]["predictor_auroc"] == 0.7 and "predictor_auroc" not in scores["sync_active"]
+    assert scores["prefetch"][f"em_first{E.GOLDEN}"] == 0.25 and "wall_latency_ms_mean" in scores["no_retrieval"]
+    assert all("hit_rate" not in metrics for metrics in scores.values())  # NaN metrics are left out
+    assert set(run.extras["hyper"]) == set(E.HYPER_FIELDS)
 
 
-def test_prepare_fits_the_pending_seeds_side_by_side_and_run_load_gets_them(monkeypatch, tmp_path):
-    import json
-    import os
-    import subprocess
+def test_a_stored_fit_reloads_with_its_stage2_choice(tmp_path):
+    import torch
 
     import zoo
-    import zoo._lightning_cli
-    import zoo.prefetch_rag.index
-    from zoo._eval import Run, paper_arms
     from zoo.prefetch_rag.lm import LMConfig
     from zoo.prefetch_rag.module import PrefetchRAGModule
 
-    launched, saved = [], {}
-
-    class FakeWorker:  # stands in for `python -m zoo.prefetch_rag.evaluate --store-fit SPEC`: stores a tiny fit
-        def __init__(self, command, env, stdout, stderr):
-            spec = json.loads(command[-1])
-            launched.append((spec["seed"], env["OMP_NUM_THREADS"]))
-            monkeypatch.setenv(E.FITS_ENV, env[E.FITS_ENV])
-            run = Run(paper_arms("prefetch_rag"), E.PROTOCOL, spec["seed"], spec["settings"])
-            saved[spec["seed"]] = PrefetchRAGModule(LMConfig(vocab_size=64, n_embd=32, n_layer=1, n_head=2))
-            zoo.save_pretrained(saved[spec["seed"]], E.fit_folder(run))
-            monkeypatch.delenv(E.FITS_ENV)
-
-        def wait(self):
-            return 0
-
-    def no_training(*args, **kwargs):
-        raise AssertionError("Run.load trained instead of using the prepared fit")
-
-    monkeypatch.setattr(subprocess, "Popen", FakeWorker)
-    monkeypatch.setattr(zoo.prefetch_rag.index, "build_retriever", lambda: None)
-    monkeypatch.setattr(zoo._lightning_cli, "ZooCLI", no_training)
-    monkeypatch.delenv(E.FITS_ENV, raising=False)
-    monkeypatch.delenv(E.CACHE_ENV, raising=False)
-    settings = E.PROTOCOL.resolve()
-    fits: dict = {}  # one harness-wide cache, as run_eval shares it
-    runs = [Run(paper_arms("prefetch_rag"), E.PROTOCOL, seed, settings, fits=fits) for seed in (0, 1, 2)]
-    E.prepare(runs)
-    assert sorted(launched) == [(1, "1"), (2, "1")]  # seed 0 is the published checkpoint: not fitted
-    assert E.FITS_ENV not in os.environ  # the temporary folder is not left behind in the environment
-    for run in runs[1:]:
-        loaded = run.load("prefetch")
-        for name, tensor in saved[run.seed].state_dict().items():
-            assert (loaded.state_dict()[name] == tensor).all(), name
-    launched.clear()
-    E.prepare(runs[:2])  # one seed to fit: left to its own run, with both threads
-    assert launched == []
+    fit = PrefetchRAGModule(LMConfig(vocab_size=64, n_embd=32, n_layer=1, n_head=2), keep_grid=(1, 2))
+    fit.theta.fill_(3.0)
+    fit.keep_blocks.fill_(2)
+    fit.stage2 = {"theta_choice": {"theta": 3.0, "keep_blocks": 2, "trials": []}, "heldout_auroc": 0.8}
+    zoo.save_pretrained(fit, tmp_path / "fit")  # what the harness's fit store writes, and reads back
+    loaded = zoo.load_folder(tmp_path / "fit")
+    assert loaded.stage2 == fit.stage2 and list(loaded.hparams.keep_grid) == [1, 2]
+    assert (float(loaded.theta), int(loaded.keep_blocks)) == (3.0, 2)
+    for name, tensor in fit.state_dict().items():
+        assert torch.equal(loaded.state_dict()[name], tensor), name
 
 
-def test_latency_headroom_claim_is_sync_actives_blocked_share():
+def _result(arms: dict) -> dict:
+    per_seed = {arm: {seed: dict(metrics) for seed in "012"} for arm, metrics in arms.items()}
+    return {"arms": arms, "seeds": [0, 1, 2], "per_seed": per_seed}
+
+
+def test_latency_headroom_gate_is_sync_actives_blocked_share_on_every_seed():
     # the 30% latency target is reachable only if sync_active spends at least 30% of its time blocked on retrievals
     arms = {arm: {"em": 0.4, "em_multi": 0.2, "latency_ms_mean": 2000.0, "ttft_ms_mean": 40.0} for arm in ARMS}
     arms["single_shot"]["ttft_ms_mean"] = 400.0
     arms["prefetch"] |= {"predictor_auroc": 0.8, "lead_time_median": 8.0}
 
-    def latency_headroom(wait_ms):
+    def latency_headroom(wait_ms, seed_1_wait_ms=None):
         arms["sync_active"] |= {"latency_ms_mean": 3000.0, "retrieval_wait_ms_mean": wait_ms}
-        result = {"arms": arms, "seeds": [0, 1, 2], "per_seed": {a: {s: m for s in "012"} for a, m in arms.items()}}
+        result = _result(arms)
+        if seed_1_wait_ms is not None:
+            result["per_seed"]["sync_active"]["1"]["retrieval_wait_ms_mean"] = seed_1_wait_ms
         (claim,) = [c for c in E.claims(result) if c.id == "headroom_latency"]
         return claim
 
     assert latency_headroom(900.0).holds and latency_headroom(900.0).value == 0.3
+    assert latency_headroom(900.0).kind == "headroom"
     assert not latency_headroom(870.0).holds
+    assert not latency_headroom(1200.0, seed_1_wait_ms=870.0).holds  # one seed below is enough to fail the gate
+
+
+def test_paper_claims_are_the_methods():
+    arms = {arm: {"em": 0.4, "em_multi": 0.2, "latency_ms_mean": 2000.0, "ttft_ms_mean": 40.0} for arm in ARMS}
+    arms["sync_active"]["retrieval_wait_ms_mean"] = 900.0
+    arms["prefetch"] |= {"wall_latency_ms_mean": 1.0}
+    arms["sync_active"] |= {"wall_latency_ms_mean": 2.0}
+    claims = E.claims(_result(arms))
+    assert "wall_latency_vs_sync" in [c.id for c in claims]
+    assert {c.kind for c in claims} == {"paper", "headroom"}
+    assert all(c.arm == "prefetch" for c in claims if c.kind == "paper")

@@ -129,3 +129,22 @@ def test_question_shapes():
     assert not set(C.country_split()["test"]) & set(C.country_split()["lm"] + C.country_split()["val"])
     with pytest.raises(ValueError, match="^n_slots"):
         C.make_question(countries[0], random.Random(0), "test", n_slots=0)
+
+
+def test_knowledge_base_embeddings_are_cached_in_the_zoos_data_cache(monkeypatch, tmp_path):
+    import zoo.common.minilm
+    from zoo.prefetch_rag.index import kb_embeddings
+
+    calls = []
+
+    def fake_embed(texts, batch_size=64):
+        calls.append(len(texts))
+        return np.ones((len(texts), 384), dtype=np.float32)
+
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(zoo.common.minilm, "embed", fake_embed)
+    first = kb_embeddings(["a", "b"])
+    (path,) = (tmp_path / "prefetch_rag").glob("kb_*.npy")  # zoo._paths.cache_dir("prefetch_rag")
+    assert np.array_equal(kb_embeddings(["a", "b"]), first) and calls == [2]  # the second call read the file
+    kb_embeddings(["a", "c"])
+    assert calls == [2, 2]  # other texts: another file

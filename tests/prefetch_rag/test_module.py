@@ -118,18 +118,20 @@ def test_bad_predictor_noise_names_the_argument():
 
 
 def _trained_predictor(noise: float, scale: float) -> torch.Tensor:
-    """The predictor's outputs on its own inputs after ``_train_heads`` on toy data whose features are ``scale`` x."""
-    from zoo.prefetch_rag.lm import LMConfig
+    """The predictor's outputs on its own inputs after stage 2's head training (plain torch, no Trainer) on toy
+    data whose features are ``scale`` x."""
+    from zoo.prefetch_rag.heads import QueryGenerator, RetrievalPredictor, train_heads
 
-    cfg = LMConfig(vocab_size=64, n_embd=16, n_layer=1, n_head=2, n_positions=32)
-    module = PrefetchRAGModule(cfg, head_epochs=3, predictor_hidden=8, predictor_noise=noise)
+    torch.manual_seed(0)
+    predictor, query_head = RetrievalPredictor(16, 8, 2, hidden=8), QueryGenerator(16)
     generator = torch.Generator().manual_seed(3)
-    x = torch.randn(600, 16 + module.hyper.w + 2 + 1, generator=generator)
+    x = torch.randn(600, 16 + 8 + 2 + 1, generator=generator)
     y = (x[:, 0] + 0.5 * torch.randn(600, generator=generator) > 0).float()
     hx, hy = torch.randn(40, 16, generator=generator), F.normalize(torch.randn(40, 384, generator=generator), dim=-1)
-    module._train_heads(x * scale, y, hx, hy)
+    record = train_heads(predictor, query_head, x * scale, y, hx, hy, seed=0, epochs=3, lr=1e-3, noise=noise)
+    assert record["positions"] == 600 and 0.0 <= record["heldout_auroc"] <= 1.0
     with torch.no_grad():
-        return module.predictor.probability(x * scale)
+        return predictor.probability(x * scale)
 
 
 def test_predictor_noise_is_drawn_in_standardised_units():

@@ -1,8 +1,9 @@
 """The knowledge base and the templated QA of the prefetch_rag reconstruction (all offline).
 
 * Fact documents: one per (country, attribute) for five attributes of ``countryinfo`` (capital, currency code,
-  main language, calling code, demonym), read through :func:`zoo.aporia.facts.country_facts` (paper 16's reader;
-  countries whose value of one of the five attributes is missing or holds a ``.`` are dropped: 235 remain).
+  main language, calling code, demonym), read through :func:`zoo.common.countries.country_facts` (aporia reads
+  the same facts; countries whose value of one of the five attributes is missing or holds a ``.`` are dropped:
+  235 remain).
 * Distractors: gensim's Wikipedia articles in 120-word chunks (stride 100) and the 300 Lee news documents
   (:mod:`zoo.common.text`).
 * Questions (R): "Tell me about <country>." answered by an intro sentence and four slot sentences, each a
@@ -41,17 +42,16 @@ DOC_TEMPLATES = {
 # Lead-in pools (R). Long lead-ins never name the country ("its"), so the country comes from the intro or the switch.
 # The training pools (24 long + 8 short per attribute) are wider than the held-out ones so that the predictor learns
 # "a value is coming" rather than the templates: with 5 long + 2 short, the published predictor's AUROC on the
-# validation questions (val lead-ins) was 0.735; with 12 + 4, 0.855 and 0.808 (seeds 0 and 1; 2026-12-04,
-# benchmarks/prefetch_rag_predictor_val.py); with 24 + 8 (the last 12 + 4 added 2026-12-05) and the recipe's
-# predictor_noise, 0.848 / 0.847 / 0.872 (seeds 0 1 2). The added sentences were written to differ in form from the
-# val and test pools. The held-out pools were 2 long + 1 short per attribute until 2026-12-04, when
-# benchmarks/prefetch_rag_shift.py traced the validation-to-test drops (predictor AUROC 0.81 -> 0.74, sync_active EM
-# 0.52 -> 0.40 on the test countries) to those few templates rather than to the countries: 8 long + 2 short new
-# sentences per attribute (written together, then split between val and test by random.Random(2026)) make each
-# 6 + 2, the earlier ones first. With the question-led text query the multi-domain headroom gate then failed on
-# validation (sync_active's em_multi 0.201 vs single_shot's 0.1375, +6.4 of 10; +14.4 on the 2 + 1 pools): the easy
-# validation templates had hidden it. Hyper.query_topic (benchmarks/prefetch_rag_multi_confusion.py) lifted it to
-# +23.8 (the former benchmarks/prefetch_rag_wider_pools.py, 2026-12-04, measured both).
+# validation questions (val lead-ins) was 0.735; with 12 + 4, 0.855 and 0.808 (seeds 0 and 1; 2026-12-04); with
+# 24 + 8 (the last 12 + 4 added 2026-12-05) and the recipe's predictor_noise, 0.848 / 0.847 / 0.872 (seeds 0 1 2).
+# The added sentences were written to differ in form from the val and test pools. The held-out pools were 2 long +
+# 1 short per attribute until 2026-12-04, when a diagnostic crossing countries and lead-ins traced the
+# validation-to-test drops (predictor AUROC 0.81 -> 0.74, sync_active EM 0.52 -> 0.40 on the test countries) to those
+# few templates rather than to the countries: 8 long + 2 short new sentences per attribute (written together, then
+# split between val and test by random.Random(2026)) make each 6 + 2, the earlier ones first. With the question-led
+# text query the multi-domain headroom gate then failed on validation (sync_active's em_multi 0.201 vs single_shot's
+# 0.1375, +6.4 of 10; +14.4 on the 2 + 1 pools): the easy validation templates had hidden it. Hyper.query_topic
+# lifted it to +23.8 (2026-12-04).
 LEAD_INS: dict[str, dict[str, tuple[str, ...]]] = {
     "capital": {
         "train": (
@@ -401,7 +401,7 @@ class Question:
 @lru_cache(maxsize=1)
 def facts() -> dict[str, dict[str, str]]:
     """``{country: {attribute: value}}`` for the countries that have all five attributes (no ``.`` in a value)."""
-    from zoo.aporia.facts import country_facts
+    from zoo.common.countries import country_facts
 
     table: dict[str, dict[str, str]] = {}
     for fact in country_facts():

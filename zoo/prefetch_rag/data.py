@@ -1,6 +1,6 @@
 """PrefetchRAGDataModule: the BPE, the knowledge-base index, the LM's training sequences and the question sets.
 
-Validation questions (issue 20). Every validation question is about the ``val`` countries with the ``val`` lead-ins:
+Validation questions. Every validation question is about the ``val`` countries with the ``val`` lead-ins:
 the LM trained on the ``lm`` countries and the heads on the ``heads`` countries, both with the ``train`` lead-ins, and
 the test questions (``zoo.prefetch_rag.evaluate.test_questions``) are about the ``test`` countries with the ``test``
 lead-ins, so a validation question shares neither its countries nor its lead-ins with training or test. Two sets:

@@ -94,8 +94,8 @@ class Hyper:
         query_topic: With ``query_question``, the query starts with the answer's latest topic sentence (R: a forced
             sentence of the answer, here its intro or its switch "Next, consider <country>.") instead of the
             question, falling back to the question before the first one. The question of a multi-domain answer names
-            both countries, so its query fetches both countries' documents of an attribute (benchmarks/
-            prefetch_rag_multi_confusion.py: 464 of 603 blocks that held the gold document, EM 0.33 there against
+            both countries, so its query fetches both countries' documents of an attribute (a validation
+            diagnostic of sync_active's runs: 464 of 603 blocks that held the gold document, EM 0.33 there against
             0.58 without the other country's document); the topic sentence names only the current one. On the
             validation set it lifts sync_active's em_multi from 0.335 to 0.549 (published LM, stage 2 re-chosen);
             default off until a release refits and tunes with it.

@@ -107,3 +107,81 @@ def drift(monitor_vector: np.ndarray, inflight_query: np.ndarray) -> float:
     """ContextMonitor drift ``1 - cos(c_t, q_inflight)``."""
     a, b = check_query(monitor_vector), check_query(inflight_query)
     return float(1.0 - a @ b / max(float(np.linalg.norm(a) * np.linalg.norm(b)), 1e-12))
+
+
+def train_heads(
+    predictor: RetrievalPredictor,
+    query_head: QueryGenerator,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    hx: torch.Tensor,
+    hy: torch.Tensor,
+    *,
+    seed: int,
+    epochs: int,
+    lr: float,
+    noise: float = 0.0,
+    batch_size: int = 256,
+) -> dict:
+    """Stage 2c in plain torch: train the predictor (BCE, ``pos_weight`` = neg/pos) and the query head (1 - cos)
+    jointly with Adam, and score the predictor on held-out positions; no Trainer is needed.
+
+    Positions are split 85/15 by a generator seeded with ``seed`` (which also draws the batches and the noise);
+    the predictor standardises its inputs with the training part's mean and std. Each epoch runs
+    ``len(train) // batch_size`` steps, each on a predictor batch and an equal share of the query-head pairs.
+
+    Args:
+        predictor: The retrieval predictor (its normalisation buffers are set here).
+        query_head: The query generator.
+        x: Predictor features at every answer position.
+        y: Their spike labels (float 0/1).
+        hx: Query-head inputs at the positions that lead to a slot.
+        hy: The gold documents' embeddings of those positions.
+        seed: Seed of the split, the batches and the noise.
+        epochs: Passes over the training positions.
+        lr: Adam learning rate.
+        noise: Std of the Gaussian noise added to the predictor's inputs, in standardised units (0: none).
+        batch_size: Predictor positions per step.
+
+    Returns:
+        ``positions``, ``positive_rate``, ``heldout_auroc`` (the predictor on the held-out 15%) and
+        ``head_cosine`` (mean cosine of the query head's outputs with their targets).
+    """
+    from sklearn.metrics import roc_auc_score
+
+    generator = torch.Generator().manual_seed(seed)
+    n = len(x)
+    order = torch.randperm(n, generator=generator)
+    cut = int(0.85 * n)
+    train, held = order[:cut], order[cut:]
+    with torch.enable_grad():
+        predictor.requires_grad_(True)
+        query_head.requires_grad_(True)
+        predictor.set_normalisation(x[train])
+        pos = float(y[train].sum())
+        pos_weight = torch.tensor((len(train) - pos) / max(pos, 1.0))
+        opt = torch.optim.Adam([*predictor.parameters(), *query_head.parameters()], lr=lr)
+        hn = len(hx)
+        for _ in range(epochs):
+            perm = train[torch.randperm(len(train), generator=generator)]
+            hperm = torch.randperm(hn, generator=generator)
+            batches = max(1, len(perm) // batch_size)
+            for b in range(batches):
+                idx = perm[b * batch_size : (b + 1) * batch_size]
+                hidx = hperm[b * hn // batches : (b + 1) * hn // batches]
+                features = x[idx]
+                if noise:  # in standardised units: the predictor divides by its std buffer
+                    features = features + noise * predictor.std * torch.randn(features.shape, generator=generator)
+                loss = F.binary_cross_entropy_with_logits(predictor(features), y[idx], pos_weight=pos_weight)
+                loss = loss + cosine_loss(query_head(hx[hidx]), hy[hidx])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    predictor.eval()
+    query_head.eval()
+    with torch.no_grad():
+        p = predictor.probability(x[held]).numpy()
+        cos = F.cosine_similarity(query_head(hx), hy).mean().item()
+    auroc = float(roc_auc_score(y[held].numpy(), p)) if 0 < y[held].sum() < len(held) else float("nan")
+    return {"positions": n, "positive_rate": round(float(y.mean()), 4), "heldout_auroc": round(auroc, 4),
+            "head_cosine": round(cos, 4)}  # fmt: skip

@@ -1,23 +1,18 @@
 """Retrieval: MiniLM embeddings (zoo.common.minilm) of the knowledge base in a faiss ``IndexFlatIP``.
 
-The knowledge-base embedding is computed once and cached as ``.npy`` under ``~/.cache/icml26-zoo/prefetch_rag``
-(``ZOO_PREFETCH_RAG_CACHE`` overrides), keyed by a hash of the texts.
+The knowledge-base embedding is computed once and cached as ``.npy`` in the zoo's data cache
+(``zoo._paths.cache_dir("prefetch_rag")``: ``$ZOO_CACHE_DIR/prefetch_rag``), keyed by a hash of the texts.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import time
-from pathlib import Path
 
 import numpy as np
 
+from zoo._paths import cache_dir
 from zoo.prefetch_rag.heads import EMBEDDING_DIM, check_query
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("ZOO_PREFETCH_RAG_CACHE", Path.home() / ".cache" / "icml26-zoo" / "prefetch_rag"))
 
 
 class Retriever:
@@ -73,7 +68,7 @@ class TextEncoder:
 def kb_embeddings(texts: list[str], verbose: bool = False) -> np.ndarray:
     """MiniLM embeddings of ``texts``, cached to a file keyed by the texts' hash."""
     digest = hashlib.sha256("\n\x00".join(texts).encode()).hexdigest()[:16]
-    path = cache_dir() / f"kb_{digest}.npy"
+    path = cache_dir("prefetch_rag", create=False) / f"kb_{digest}.npy"
     if path.is_file():
         return np.load(path)
     import torch

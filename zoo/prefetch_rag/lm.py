@@ -53,7 +53,7 @@ class PointerGPT2(torch.nn.Module):
     back, so entropy, margin, argmax and the cross-entropy loss read the mixture unchanged). With a KV cache the
     pointer's keys and token ids ride on the cache object, so a cached step sees the whole context.
 
-    Why (issue 20's note): the plain GPT-2 d128/L4 never learned to copy a slot value from its context within a CPU
+    Why: the plain GPT-2 d128/L4 never learned to copy a slot value from its context within a CPU
     budget (oracle EM with the gold documents in context 0.00 after 500 steps of batch 16 and after 700 steps of
     batch 8 with the slot loss weighted x10); an LLM reads its context, and the pointer gives the small LM that
     ability directly.

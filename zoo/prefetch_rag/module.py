@@ -2,7 +2,7 @@
 
 Implements **Predictive Prefetching for Retrieval-Augmented Generation** (Pei & Zhang, ICML 2026,
 arXiv 2605.17989). No code was published; everything below the abstract is reconstructed (R) after the project's
-spec (``shared/papers/01-prefetch-rag.md``) and issue 20. Substitutions: the LLM is our GPT-2 d128/L4 (1.35 M
+spec (``shared/papers/01-prefetch-rag.md``). Substitutions: the LLM is our GPT-2 d128/L4 (1.35 M
 parameters, ``transformers`` with its KV cache) with our byte-level BPE (vocab 4096, :mod:`zoo.common.text`);
 HotpotQA is replaced by templated country QA over ``countryinfo`` facts (:mod:`zoo.prefetch_rag.corpus`); the
 remote index by a local faiss ``IndexFlatIP`` over MiniLM (all-MiniLM-L6-v2, :mod:`zoo.common.minilm`) embeddings
@@ -20,10 +20,10 @@ Components (as the spec gives them):
   loss 1 - cos; query ``normalize(alpha q_h + (1 - alpha) MiniLM(text))``. The text query (R, every active arm's):
   the spec's last 32 tokens lose the country once a long lead-in says "its" (gold document in the top 3 at 61% of
   validation slots), so the recipe sets ``Hyper.query_question``: the question, which names the country, then the
-  last 16 answer tokens (85%; benchmarks/prefetch_rag_query_recall.py). Since the fourth release the recipe also
-  sets ``Hyper.query_topic``: the answer's latest topic sentence (intro or switch) leads the query instead of the
+  last 16 answer tokens (85%; a retrieval-only validation diagnostic, card.md). Since the fourth release the recipe
+  also sets ``Hyper.query_topic``: the answer's latest topic sentence (intro or switch) leads the query instead of the
   question, which in a multi-domain answer names both countries and fetched both countries' documents of the
-  attribute (benchmarks/prefetch_rag_multi_confusion.py).
+  attribute (a validation diagnostic of sync_active's runs, card.md).
 * ContextMonitor: every 4 tokens ``drift = 1 - cos(normalize(W h), q_inflight)``; above delta the pending prefetch
   is cancelled and re-issued. (R) ``Hyper.monitor_anchor = "head"`` compares ``normalize(W h)`` with the head's
   vector when the prefetch was issued instead of the in-flight query: that query mixes in the text query, so the
@@ -35,7 +35,7 @@ Reconstruction choices and deviations (R):
 * The generator reads its context through a pointer (copy) head on top of the GPT-2 (pointer-generator mixture,
   See et al. 2017; :class:`zoo.prefetch_rag.lm.PointerGPT2`, ``lm.pointer``): without it the d128/L4 never learned
   to copy a slot value from its documents within the CPU budget (oracle EM with the gold documents in context 0.00
-  after 500 steps x 16 and 700 steps x 8 with the slot loss weighted x10; issue 20's note), so retrieval could not
+  after 500 steps x 16 and 700 steps x 8 with the slot loss weighted x10), so retrieval could not
   help it and the task had no headroom. An LLM reads its context; the pointer is the small LM's substitute for that.
 
 * Two stages in one recipe. Stage 1 (``training_step``): causal-LM loss on the answer tokens of sequences
@@ -51,7 +51,8 @@ Reconstruction choices and deviations (R):
   ``keep_grid`` by the synchronous baseline: the highest EM, ties within 1 point broken by the lowest latency
   (``keep_blocks`` then holds for every arm); (b) the synchronous baseline at that choice runs over the
   ``heads`` questions (countries the LM never saw, train lead-ins) and its spikes label every position (spike in
-  (t, t + k]); (c) predictor and query head train on those positions (Adam, ``head_epochs``).
+  (t, t + k]); (c) predictor and query head train on those positions (Adam, ``head_epochs``; plain torch,
+  :func:`zoo.prefetch_rag.heads.train_heads`, which runs without a Trainer).
 * Lead-ins: the LM and the heads train on 24 long + 8 short lead-ins per attribute, the validation and test
   questions use others (6 + 2 each, 2 + 1 before 2026-12-04); the BPE too is fitted without them
   (:func:`zoo.prefetch_rag.lm.tokenizer_texts`).
@@ -59,8 +60,8 @@ Reconstruction choices and deviations (R):
   5 + 2, 0.855 / 0.808 with 12 + 4, 0.85-0.87 with 24 + 8; :mod:`zoo.prefetch_rag.corpus`), with Gaussian noise on
   the predictor's standardised inputs while it trains (``predictor_noise``, R: the spec trains it on clean features).
   Stage 2's ``heldout_auroc`` holds out random
-  positions, whose neighbours trained the predictor, so it is optimistic; benchmarks/prefetch_rag_predictor_val.py
-  scores unseen questions.
+  positions, whose neighbours trained the predictor, so it is optimistic; the card's validation AUROCs
+  score unseen questions.
 * Decoding protocol, spike definition, prefetch use at a spike, re-ranking of ``candidates`` and the fallback:
   see :mod:`zoo.prefetch_rag.decoder`. A slot triggers at most one spike. An in-flight prefetch whose query is still
   valid at a spike is waited for (it is not a hit; a hit is a ready result that resolves the spike).
@@ -90,7 +91,7 @@ from zoo.common.schedules import warmup_cosine
 from zoo.prefetch_rag import INPUT_FORMAT
 from zoo.prefetch_rag.clock import ClockConstants
 from zoo.prefetch_rag.decoder import Decoder, Hyper
-from zoo.prefetch_rag.heads import QueryGenerator, RetrievalPredictor, cosine_loss, spike_labels
+from zoo.prefetch_rag.heads import QueryGenerator, RetrievalPredictor, spike_labels, train_heads
 from zoo.prefetch_rag.lm import LMConfig, Tokens, build_lm
 
 TOKENIZER_FILE = "tokenizer.json"
@@ -117,7 +118,7 @@ class PrefetchRAGModule(PretrainedMixin, pl.LightningModule):
             (R; 0: none). The features of an unseen lead-in lie off the training templates; on the declared
             validation questions (val lead-ins) noise 2.0 lifted the predictor's AUROC from 0.80 to 0.87 and from
             0.72 to 0.78 on the fourth release's seed 0 and seed 1 LMs, from 0.83 to 0.85 on the fifth release's
-            seed 0 LM (24 + 8 training lead-ins): benchmarks/prefetch_rag_predictor_noise.py.
+            seed 0 LM (24 + 8 training lead-ins; the predictor retrained per noise std, card.md).
         seed: Seed of the heads' initialisation.
         slot_weight: Weight of the slot tokens (value and stop) in the LM loss (1: plain causal-LM loss). The
             slots are ~15% of the answer tokens; a larger weight pushes the copy behaviour (see the issue note).
@@ -275,7 +276,11 @@ class PrefetchRAGModule(PretrainedMixin, pl.LightningModule):
             self.theta.fill_(record["theta"])
             self.keep_blocks.fill_(record["keep_blocks"])
             self.stage2["theta_choice"] = record
-        self.stage2.update(self._train_heads(*self.heads_data(self.decoder(retriever, encoder), heads_questions)))
+        x, y, hx, hy = self.heads_data(self.decoder(retriever, encoder), heads_questions)
+        h = self.hparams
+        record = train_heads(self.predictor, self.query_head, x, y, hx, hy, seed=h.seed, epochs=h.head_epochs,
+                             lr=h.head_lr, noise=h.predictor_noise)  # fmt: skip
+        self.stage2.update(record)
         self.stage2["seconds"] = round(time.perf_counter() - start, 1)
         print(f"prefetch_rag stage 2: {self.stage2}")
         return self.stage2
@@ -301,50 +306,6 @@ class PrefetchRAGModule(PretrainedMixin, pl.LightningModule):
                     targets.append(decoder.retriever.embeddings[gold_index[(slot.country, slot.attribute)]])
         x, y = torch.cat(features), torch.cat(labels).float()
         return x, y, torch.stack(head_inputs), torch.from_numpy(np.stack(targets))
-
-    def _train_heads(self, x, y, hx, hy) -> dict:
-        from sklearn.metrics import roc_auc_score
-
-        generator = torch.Generator().manual_seed(self.hparams.seed)
-        n = len(x)
-        order = torch.randperm(n, generator=generator)
-        cut = int(0.85 * n)
-        train, held = order[:cut], order[cut:]
-        with torch.enable_grad():
-            self.predictor.requires_grad_(True)
-            self.query_head.requires_grad_(True)
-            self.predictor.set_normalisation(x[train])
-            pos = float(y[train].sum())
-            pos_weight = torch.tensor((len(train) - pos) / max(pos, 1.0))
-            opt = torch.optim.Adam(
-                [*self.predictor.parameters(), *self.query_head.parameters()], lr=self.hparams.head_lr
-            )
-            hn = len(hx)
-            noise = self.hparams.predictor_noise
-            for _ in range(self.hparams.head_epochs):
-                perm = train[torch.randperm(len(train), generator=generator)]
-                hperm = torch.randperm(hn, generator=generator)
-                batches = max(1, len(perm) // 256)
-                for b in range(batches):
-                    idx = perm[b * 256 : (b + 1) * 256]
-                    hidx = hperm[b * hn // batches : (b + 1) * hn // batches]
-                    features = x[idx]
-                    if noise:  # in standardised units: the predictor divides by its std buffer
-                        noise_draw = torch.randn(features.shape, generator=generator)
-                        features = features + noise * self.predictor.std * noise_draw
-                    loss = F.binary_cross_entropy_with_logits(self.predictor(features), y[idx], pos_weight=pos_weight)
-                    loss = loss + cosine_loss(self.query_head(hx[hidx]), hy[hidx])
-                    opt.zero_grad()
-                    loss.backward()
-                    opt.step()
-        self.predictor.eval()
-        self.query_head.eval()
-        with torch.no_grad():
-            p = self.predictor.probability(x[held]).numpy()
-            cos = F.cosine_similarity(self.query_head(hx), hy).mean().item()
-        auroc = float(roc_auc_score(y[held].numpy(), p)) if 0 < y[held].sum() < len(held) else float("nan")
-        return {"positions": n, "positive_rate": round(float(y.mean()), 4), "heldout_auroc": round(auroc, 4),
-                "head_cosine": round(cos, 4)}  # fmt: skip
 
     # ------------------------------------------------------------------ publishing
 

@@ -24,7 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 TUNING_FILE = Path(__file__).with_name("tuning.json")
-# the headroom gates on validation (issue 20): sync_active's EM over no_retrieval's, its em_multi over single_shot's
+# the headroom gates on validation: sync_active's EM over no_retrieval's, its em_multi over single_shot's
 HEADROOM_EM, HEADROOM_EM_MULTI = 0.20, 0.10
 # 8 trials per arm, as many as sync_active's (theta x keep_blocks, recipe stage 2). prefetch's grid also chooses the
 # monitor's anchor (Hyper.monitor_anchor: the spec's in-flight query, or the head's vector at issue, which the second
@@ -115,10 +115,10 @@ def tune(module, retriever, encoder=None, headroom_only: bool = False) -> dict:
 def headroom_gates(record: dict) -> dict:
     """The two headroom gates of :func:`tune`'s record: the gaps, and whether both reach their thresholds.
 
-    The gaps are compared as the evaluation's claims are (:func:`zoo._eval.reaches`), so a gap of exactly the
+    The gaps are compared as the evaluation's claims are (:func:`zoo.eval.reaches`), so a gap of exactly the
     threshold (e.g. 0.35 - 0.25) is not lost to float rounding.
     """
-    from zoo._eval import reaches
+    from zoo.eval import reaches
 
     refs = record["references"]
     gaps = {

@@ -6,7 +6,9 @@ Per token the method computes the window features (w = 8) and the predictor MLP;
 the monitor applies the query head and one cosine. Uses the published checkpoint when it is registered, else a fresh
 module of the same architecture (timing only).
 
-    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/prefetch_rag_overhead.py
+    flock /tmp/zoo-cpu.lock .venv/bin/python benchmarks/prefetch_rag/overhead.py [--smoke]
+
+``--smoke`` times 1 x 8 tokens after a 16-token context (seconds).
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=120, help="decoded tokens per repeat (context + tokens <= 256)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--context", type=int, default=120, help="prefilled context tokens")
+    parser.add_argument("--smoke", action="store_true", help="the smallest run: 1 x 8 tokens, 16-token context")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    tokens, repeats, context = (8, 1, 16) if args.smoke else (args.tokens, args.repeats, args.context)
 
     import zoo
     from zoo.prefetch_rag.heads import drift
@@ -41,11 +45,11 @@ def main() -> None:
     hyper = model.hyper
     rng = np.random.default_rng(0)
     lm_times, predictor_times, monitor_times = [], [], []
-    for _ in range(args.repeats):
-        session = Session(model.lm, rng.integers(5, 4000, args.context).tolist())
+    for _ in range(repeats):
+        session = Session(model.lm, rng.integers(5, 4000, context).tolist())
         session.start()
         inflight = None
-        for t in range(args.tokens):
+        for t in range(tokens):
             token = int(session.logits.argmax())
             start = time.perf_counter()
             session.extend([token])
@@ -64,7 +68,7 @@ def main() -> None:
     lm, predictor, monitor = (float(np.median(x)) * 1e3 for x in (lm_times, predictor_times, monitor_times))
     monitor_mean = float(np.mean(monitor_times)) * 1e3
     ratio = (predictor + monitor_mean) / lm
-    print(f"model: {source}; {args.repeats} x {args.tokens} tokens after a {args.context}-token context, 1 thread")
+    print(f"model: {source}; {repeats} x {tokens} tokens after a {context}-token context, 1 thread")
     print(f"LM decode step (median)            {lm:.3f} ms")
     print(f"predictor per token (median)       {predictor:.3f} ms")
     print(f"monitor per token (mean, every {hyper.monitor_every}) {monitor_mean:.3f} ms")
