@@ -8,6 +8,7 @@ copied from the paper.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -138,10 +139,17 @@ KIND_TITLES = {
 }
 
 
+def claim_summary(claims: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
+    """``{kind: (held, total)}`` over the claims (cards and the README count ``paper`` claims as claims held)."""
+    out = {}
+    for kind in KIND_TITLES:
+        of_kind = [c for c in claims if c.get("kind", "paper") == kind]
+        out[kind] = (sum(bool(c["holds"]) for c in of_kind), len(of_kind))
+    return out
+
+
 def claim_counts(claims: list[dict[str, Any]]) -> str:
     """``paper claims held: 3/9 · gates: 2/3 · checks: 5/5``."""
-    from zoo.eval.result import claim_summary
-
     counts = claim_summary(claims)
     held, total = counts["paper"]
     return f"paper claims held: {held}/{total} · gates: {'/'.join(map(str, counts['headroom']))} · " + (
@@ -174,19 +182,6 @@ def claims_section(metrics: dict[str, Any]) -> str:
             "read every other number on this card with that in mind."
         )
     return "\n".join(lines) + "\n"
-
-
-def plot_results(metrics: dict[str, Any], path: Path, highlight: str | None = None) -> None:
-    """The card figure: the protocol's ``plot(result, axes)`` when it has one, else bars of its headline metrics."""
-    from zoo._figures import card_figure, default_plot
-    from zoo.eval.engine import evaluation
-
-    protocol = evaluation(metrics["name"]).protocol
-    if protocol.plot is not None:
-        with card_figure(metrics, path, panels=protocol.panels) as axes:
-            protocol.plot(metrics, axes)
-        return
-    default_plot(metrics, path, protocol.headline)
 
 
 #: The sections of ``zoo/<paper>/card.md``, the human-written part of a paper's cards, in card order.
@@ -403,18 +398,23 @@ piece (arm, seed) is in `pieces.json`.
     return ModelCard(f"---\n{data.to_yaml()}\n---\n{body}")
 
 
-def write_card(name: str, metrics_path: str | Path | None = None) -> Path:
+def write_card(name: str, metrics_path: str | Path | None = None, figure: Callable | None = None) -> Path:
     """Re-render ``hub_cards/<name>/README.md`` and its figure; returns the README path.
 
     Args:
         name: Registry name.
         metrics_path: Eval JSON to render from (default: the folder's metrics.json).
+        figure: ``figure(metrics, path, highlight)`` draws the results figure (the evaluation's own plot, from
+            :func:`zoo.eval.published.figure_of`); default: bars of the arms' metrics.
     """
+    from zoo._figures import default_plot
+
     entry = get_entry(name)
     folder = entry.mirror_dir
     folder.mkdir(parents=True, exist_ok=True)
     metrics = json.loads(Path(metrics_path).read_text()) if metrics_path else load_metrics(folder)
-    plot_results(metrics, folder / FIGURE_FILE, highlight=entry.eval_arm)
+    draw = figure or (lambda result, path, highlight: default_plot(result, path))
+    draw(metrics, folder / FIGURE_FILE, entry.eval_arm)
     card = render_card(entry.name, metrics)
     path = folder / "README.md"
     card.save(path)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from zoo._errors import ZooError
+from zoo._hooks import ExportHooks
 
 #: Keys of ``pretrained_cfg`` (timm's names where timm has one).
 PRETRAINED_CFG_KEYS = ("input_format", "input_size", "value_range", "mean", "std", "label_names")
@@ -39,7 +40,7 @@ def clean_cfg(cfg: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-class PretrainedMixin:
+class PretrainedMixin(ExportHooks):
     """``pretrained_cfg`` and the huggingface_hub methods for a LightningModule of the zoo.
 
     A class sets ``DEFAULT_PRETRAINED_CFG`` (what its published weights take); a loaded module carries the
@@ -47,37 +48,6 @@ class PretrainedMixin:
     """
 
     DEFAULT_PRETRAINED_CFG: Mapping[str, Any] = {}
-    #: The classifier head's submodule, rebuilt when ``zoo.load(..., num_classes=K)`` changes the class count
-    #: (None: the module has no head to replace).
-    HEAD: str | None = None
-
-    # ------------------------------------------------------------------ hooks of save_pretrained / load
-
-    def export_metadata(self) -> dict[str, Any]:
-        """JSON facts stored under ``config.json["metadata"]`` on export (e.g. a training history)."""
-        return {}
-
-    def export_files(self) -> dict[str, bytes | str]:
-        """Extra files published beside the weights, by file name (a tokenizer, an allocation table)."""
-        return {}
-
-    def import_files(self, folder: Path) -> None:
-        """Read back what :meth:`export_files` and :meth:`export_metadata` wrote; runs before the weights load.
-
-        Args:
-            folder: The exported folder (its ``config.json`` holds the metadata).
-        """
-
-    @property
-    def pretrained_cfg(self) -> dict[str, Any]:
-        """Input format, size, value range, normalisation and label names (see :mod:`zoo._inference`)."""
-        cfg = self.__dict__.get("_zoo_pretrained_cfg")
-        return dict(cfg) if cfg is not None else clean_cfg(self.DEFAULT_PRETRAINED_CFG)
-
-    @pretrained_cfg.setter
-    def pretrained_cfg(self, cfg: Mapping[str, Any]) -> None:
-        self.__dict__["_zoo_pretrained_cfg"] = clean_cfg(cfg)
-
     # ------------------------------------------------------------------------------ huggingface_hub names
 
     def save_pretrained(
@@ -139,7 +109,6 @@ class PretrainedMixin:
         Returns:
             The URL of the commit (or pull request).
         """
-        import httpx
         from huggingface_hub import HfApi, constants
 
         from zoo._errors import HubUnavailableError

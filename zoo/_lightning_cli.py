@@ -19,7 +19,7 @@ from lightning.pytorch import LightningDataModule, LightningModule
 from lightning.pytorch.cli import LightningCLI
 
 from zoo._errors import ZooError
-from zoo._inference import PretrainedMixin
+from zoo._hooks import ExportHooks
 from zoo._run import RunRecord
 
 logger = logging.getLogger("zoo.cli")
@@ -129,7 +129,7 @@ class ZooCLI(LightningCLI):
                 folder,
                 ", ".join(differing),
             )
-        if isinstance(self.model, PretrainedMixin):
+        if isinstance(self.model, ExportHooks):
             self.model.import_files(folder)
         load_weights(self.model, folder)
         logger.info("loaded the weights of %s into %s", folder, cls.__name__)

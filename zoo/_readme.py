@@ -43,7 +43,7 @@ def headline(result: dict[str, Any], metric: str | None) -> str:
 
 def readme_table() -> str:
     """The README's models table, one row per evaluated paper."""
-    from zoo.eval.result import claim_summary
+    from zoo._cards import claim_summary
 
     papers: dict[str, list[ModelEntry]] = {}
     for entry in _all_entries():

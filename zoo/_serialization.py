@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from zoo._errors import HubUnavailableError, ZooError, ZooTypeError
-from zoo._inference import PretrainedMixin
+from zoo._hooks import ExportHooks
 from zoo._registry import CONFIG_FILE, WEIGHTS_FILE, get_entry, import_object
 
 logger = logging.getLogger("zoo.serialization")
@@ -111,7 +111,7 @@ def save_pretrained(module: Any, folder: str | Path, **metadata: Any) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     cls = type(module)
-    hooks = isinstance(module, PretrainedMixin)  # a plain LightningModule (a user's own) has no extra files
+    hooks = isinstance(module, ExportHooks)  # a plain LightningModule (a user's own) has no extra files
     exported = module.export_metadata() if hooks else {}
     config = {
         "zoo_version": __version__,
@@ -274,12 +274,12 @@ def load_folder(
     init_args = config.get("init_args", {})
     head = _replaced_head(cls, init_args, overrides, str(folder))
     module = instantiate(cls, {**init_args, **overrides})
-    if config.get("pretrained_cfg") and isinstance(module, PretrainedMixin):
+    if config.get("pretrained_cfg") and hasattr(type(module), "pretrained_cfg"):
         cfg = dict(config["pretrained_cfg"])
         if head:
             cfg.pop("label_names", None)  # a new head: the published class names no longer apply
         module.pretrained_cfg = cfg
-    if isinstance(module, PretrainedMixin):
+    if isinstance(module, ExportHooks):
         module.import_files(folder)
     load_weights(module, folder, strict=strict, map_location=map_location, skip=head)
     return module.to(map_location).eval()

@@ -201,8 +201,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_card(args: argparse.Namespace) -> int:
     from zoo._cards import write_card
+    from zoo.eval.engine import evaluation
+    from zoo.eval.published import figure_of
 
-    print(write_card(args.name, metrics_path=args.metrics))
+    print(write_card(args.name, metrics_path=args.metrics, figure=figure_of(evaluation(args.name).protocol)))
     return 0
 
 

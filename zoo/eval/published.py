@@ -21,6 +21,7 @@ from typing import Any
 
 from zoo._errors import ZooError
 from zoo.eval.engine import Evaluation
+from zoo.eval.protocol import Protocol
 from zoo.eval.result import assemble
 
 PIECES_FILE = "pieces.json"
@@ -190,8 +191,22 @@ def write_card_files(ev: Evaluation, record: Mapping[str, Any]) -> list[Path]:
         written.append(folder)
     clear_metrics_cache()
     for entry in ev.entries.values():
-        write_card(entry.name)
+        write_card(entry.name, figure=figure_of(ev.protocol))
     return written
+
+
+def figure_of(protocol: Protocol):
+    """``figure(metrics, path, highlight)``: the protocol's ``plot`` on its panels, else bars of its headline."""
+    from zoo._figures import card_figure, default_plot
+
+    def figure(metrics: Mapping[str, Any], path: Path, highlight: str | None = None) -> None:
+        if protocol.plot is None:
+            default_plot(metrics, path, protocol.headline)
+            return
+        with card_figure(metrics, path, panels=protocol.panels) as axes:
+            protocol.plot(metrics, axes)
+
+    return figure
 
 
 def stale(ev: Evaluation) -> list[str]:

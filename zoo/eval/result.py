@@ -224,13 +224,4 @@ def _check_tuning(settings: Mapping[str, Any]) -> None:
             )
 
 
-def claim_summary(claims: Sequence[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
-    """``{kind: (held, total)}`` over the claims (cards and the README count ``paper`` claims as claims held)."""
-    out = {}
-    for kind in KINDS:
-        of_kind = [c for c in claims if c.get("kind", "paper") == kind]
-        out[kind] = (sum(bool(c["holds"]) for c in of_kind), len(of_kind))
-    return out
-
-
-__all__ = ["Claim", "assemble", "claim_summary", "is_complete", "merge", "summarise", "validate_result"]
+__all__ = ["Claim", "assemble", "is_complete", "merge", "summarise", "validate_result"]

@@ -17,7 +17,7 @@ and smoothing are an :class:`ExitConfig`; the smoothing is an :class:`EWMA`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -25,8 +25,15 @@ from torch import nn
 from zoo.specexit.tokenizer import TraceTokenizer
 from zoo.specexit.traces import readout
 
-if TYPE_CHECKING:
-    from zoo.specexit.decoding import SpeculativeDecoder
+
+class DecodingEngine(Protocol):
+    """What an exit rule reads of the decoder that asks it (:class:`~zoo.specexit.decoding.SpeculativeDecoder`)."""
+
+    def signals_at(self, position: int) -> torch.Tensor: ...
+
+    def probe_probability(self, probe: nn.Module, suffix: list[int], delimiter: int) -> float: ...
+
+    def emitted_through(self, position: int) -> list[int]: ...
 
 
 @dataclass
@@ -86,10 +93,10 @@ class NoExit:
     name = "none"
     stop_tokens: tuple[int, ...] = ()
 
-    def reset(self, engine: SpeculativeDecoder, prompt: list[int]) -> None:
+    def reset(self, engine: DecodingEngine, prompt: list[int]) -> None:
         pass
 
-    def decide(self, engine: SpeculativeDecoder, new_tokens: list[int], delimiter: int) -> bool:
+    def decide(self, engine: DecodingEngine, new_tokens: list[int], delimiter: int) -> bool:
         return False
 
     def observe(self, signals: torch.Tensor | None) -> None:
