@@ -74,7 +74,7 @@ def logreg_speed(fits: int) -> None:
     from sklearn.linear_model import LogisticRegression
     from threadpoolctl import threadpool_limits
 
-    from zoo.aporia.protocol import logistic_regression
+    from zoo.aporia.baselines import logistic_regression
 
     rng = np.random.default_rng(1)
     problems = []

@@ -80,9 +80,9 @@ def test_set_labels_and_budgets_change_what_is_measured(tiny_run):
 
 
 def test_each_seed_evaluates_its_own_dataset_unless_one_is_fixed(monkeypatch):
-    import zoo.aporia.dataset as dataset
+    import zoo.aporia.artifact as artifact
 
-    monkeypatch.setattr(dataset, "published", lambda seed: _tiny_dataset(3 if seed == 0 else 2))
+    monkeypatch.setattr(artifact, "published", lambda seed: _tiny_dataset(3 if seed == 0 else 2))
     quick = {"permutations": 20, "bootstrap": 50, "budgets": [10], "labels": 10}
     for seed, fixed, pairs in [(0, -1, 3), (1, -1, 2), (1, 0, 3)]:
         run = _run(seed, **quick, dataset_seed=fixed)
@@ -233,7 +233,7 @@ def test_aporia_protocol_on_socrates_mini(monkeypatch):
     result = assemble(evaluate.PROTOCOL, "aporia", pieces, evaluate.PROTOCOL.resolve(overrides), seeds=[0])
     _check_acceptance_keys(result["arms"], with_std=False)
     assert set(result["arms"]) == set(evaluate.PROTOCOL.arms)
-    from zoo.aporia.dataset import published
+    from zoo.aporia.artifact import published
 
     per_generator = Counter(pair["model"] for pair in published(0).pairs)
     assert result["extras"]["0"]["pairs_evaluated"] == sum(min(10, n) for n in per_generator.values())

@@ -10,19 +10,12 @@ import numpy as np
 import pytest
 
 from zoo._errors import ZooError
-from zoo.aporia.dataset import (
-    PUBLISHED_SEEDS,
-    SocratesConfig,
-    SocratesMini,
-    artifact_name,
-    balanced,
-    load_artifact,
-    sample_pairs,
-    save_artifact,
-    sha256_file,
-    socrates_mini,
-)
+from zoo._hub import sha256_file
+from zoo.aporia.artifact import PUBLISHED_SEEDS, artifact_name, load_artifact, save_artifact
+from zoo.aporia.cache import socrates_mini
+from zoo.aporia.dataset import SocratesConfig, SocratesMini
 from zoo.aporia.facts import country_facts, extract_answer, is_near_miss, prompt
+from zoo.aporia.sampling import balanced, sample_pairs
 
 
 class ScriptedGenerator:
@@ -213,7 +206,7 @@ def test_socrates_mini_round_trip(tmp_path):
 
 
 def test_the_dataset_cache_is_the_zoos_data_cache(monkeypatch, tmp_path):
-    from zoo.aporia.dataset import cache_root
+    from zoo.aporia.cache import cache_root
 
     monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
     assert cache_root() == tmp_path / "aporia"  # zoo._paths.cache_dir("aporia"), no default of its own
@@ -260,18 +253,18 @@ def test_artifact_round_trip_and_hash_check(tmp_path):
 
 def test_published_artifact_is_checked_against_the_registry_pin(monkeypatch):
     from zoo._registry import get_entry
-    from zoo.aporia import dataset
+    from zoo.aporia import artifact
 
     pins = get_entry("aporia.socrates_mini").pretrained_cfg.sha256
     for seed in PUBLISHED_SEEDS:
         name = artifact_name(seed)
         assert name in pins, "every shipped dataset must be pinned"
-        assert sha256_file(dataset.artifact_path(seed)) == pins[name]
-        assert dataset.artifact_path(seed).stat().st_size < 10_000_000, "each shipped file stays under 10 MB"
-    monkeypatch.setattr(dataset, "_PUBLISHED", {})
+        assert sha256_file(artifact.artifact_path(seed)) == pins[name]
+        assert artifact.artifact_path(seed).stat().st_size < 10_000_000, "each shipped file stays under 10 MB"
+    monkeypatch.setattr(artifact, "_PUBLISHED", {})
     monkeypatch.setitem(pins, artifact_name(1), "f" * 64)  # a pin the shipped file does not match
-    assert dataset.published(0).pairs  # each seed's file is checked on its own
+    assert artifact.published(0).pairs  # each seed's file is checked on its own
     with pytest.raises(ZooError, match="corrupted or was rebuilt"):
-        dataset.published(1)
+        artifact.published(1)
     with pytest.raises(ZooError, match="published for dataset seeds"):
-        dataset.published(7)
+        artifact.published(7)

@@ -7,15 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from zoo.aporia.protocol import (
-    SUPERVISED_ARMS,
-    ProtocolConfig,
-    _supervised_predictions,
-    answer_groups,
-    balanced_labels,
-    evaluate_pair,
-    f1_hallucinated,
-    grouped_folds,
+from zoo.aporia.baselines import (
     knn_predict,
     logistic_regression,
     majority_vote_predict,
@@ -24,7 +16,14 @@ from zoo.aporia.protocol import (
     semantic_clusters,
     semantic_entropy,
     semantic_entropy_predict,
-    stratified_folds,
+)
+from zoo.aporia.folds import answer_groups, balanced_labels, grouped_folds, stratified_folds
+from zoo.aporia.protocol import (
+    SUPERVISED_ARMS,
+    ProtocolConfig,
+    _supervised_predictions,
+    evaluate_pair,
+    f1_hallucinated,
     tune_pair,
 )
 

@@ -10,9 +10,10 @@ pytest.importorskip("countryinfo")
 
 from zoo.prefetch_rag import corpus as C  # noqa: E402
 from zoo.prefetch_rag import data as D  # noqa: E402
+from zoo.prefetch_rag.lead_ins import LEAD_INS  # noqa: E402
 
 # sha256 of the questions as JSON. The test split changed once on purpose: on 2026-12-04 the held-out lead-in pools
-# grew from 2 long + 1 short to 6 + 2 per attribute (zoo/prefetch_rag/corpus.py; with the old pools it was 8cb0e2...,
+# grew from 2 long + 1 short to 6 + 2 per attribute (zoo/prefetch_rag/lead_ins.py; with the old pools it was 8cb0e2...,
 # the validation sets 463866... (stage 2), 2cc555... (120 + 180) and 0e1cab... (30 + 60))
 TEST_SPLIT_SHA256 = "1d8f40b14af990ccb25e5f40ecae10c1ee04127e7fda8f1c593df27ce48aa011"  # test_questions(100, 50)
 SELECTION_SHA256 = "8abbb6314d34fbfdb31bd940b45e66bc54e3cacb56b87f2154389988154d5070"  # stage 2's 30 + 20
@@ -62,10 +63,8 @@ def test_validation_questions_share_nothing_with_training_or_test():
     assert countries <= set(split["val"])
     assert not countries & set(split["lm"] + split["heads"] + split["test"])
     lead_ins = {seg.text for q in questions for seg, slot in zip(q.segments[1:], q.segments[2:]) if slot.is_slot}
-    val_pool = {t for pools in C.LEAD_INS.values() for t in pools["val"] + pools["val_short"]}
-    other = {
-        t for pools in C.LEAD_INS.values() for k in ("train", "train_short", "test", "test_short") for t in pools[k]
-    }
+    val_pool = {t for pools in LEAD_INS.values() for t in pools["val"] + pools["val_short"]}
+    other = {t for pools in LEAD_INS.values() for k in ("train", "train_short", "test", "test_short") for t in pools[k]}
     assert len(lead_ins) > 5 and lead_ins <= val_pool and not lead_ins & other
 
 
@@ -74,8 +73,8 @@ def test_the_bpe_never_sees_a_held_out_lead_in():
 
     texts = set(tokenizer_texts())
     pools_out = ("val", "val_short", "test", "test_short")
-    held_out = {t for pools in C.LEAD_INS.values() for k in pools_out for t in pools[k]}
-    training = {t for pools in C.LEAD_INS.values() for t in pools["train"] + pools["train_short"]}
+    held_out = {t for pools in LEAD_INS.values() for k in pools_out for t in pools[k]}
+    training = {t for pools in LEAD_INS.values() for t in pools["train"] + pools["train_short"]}
     assert training <= texts and not held_out & texts
 
 

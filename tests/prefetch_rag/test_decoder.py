@@ -11,6 +11,7 @@ from zoo.prefetch_rag.clock import ClockConstants, SimClock
 from zoo.prefetch_rag.decoder import ARMS, Decoder, Hyper
 from zoo.prefetch_rag.heads import QueryGenerator, RetrievalPredictor
 from zoo.prefetch_rag.index import Retriever
+from zoo.prefetch_rag.lead_ins import LEAD_INS
 from zoo.prefetch_rag.lm import LMConfig, Tokens, build_lm
 
 pytest.importorskip("countryinfo")
@@ -30,7 +31,7 @@ def setup():
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # one-token forwards: a second thread only adds contention
     docs = [text for _, _, text in C.fact_documents()[:200]]
-    lead_ins = [t for pools in C.LEAD_INS.values() for lead in pools.values() for t in lead]
+    lead_ins = [t for pools in LEAD_INS.values() for lead in pools.values() for t in lead]
     tokens = Tokens(train_bpe(docs + lead_ins + [C.INTRO, C.SWITCH, C.QUESTION], vocab_size=1000))
     torch.manual_seed(0)
     config = LMConfig(vocab_size=1000, n_embd=32, n_layer=2, n_head=2, n_positions=512)

@@ -90,9 +90,10 @@ def test_counterfactual_training_sequences_copy_from_their_documents():
 
     from zoo.common.text import train_bpe
     from zoo.prefetch_rag import corpus as C
+    from zoo.prefetch_rag.lead_ins import LEAD_INS
     from zoo.prefetch_rag.lm import Tokens, training_sequence
 
-    lead_ins = [t for pools in C.LEAD_INS.values() for lead in pools.values() for t in lead] * 5
+    lead_ins = [t for pools in LEAD_INS.values() for lead in pools.values() for t in lead] * 5
     texts = [text for _, _, text in C.fact_documents()] + lead_ins + [C.INTRO, C.SWITCH, C.QUESTION] * 50
     tokens = Tokens(train_bpe(texts, vocab_size=2000))
     patterns = [re.compile(re.escape(t).replace(r"\{c\}", "(.+?)").replace(r"\{v\}", "(.+?)") + "$")
@@ -117,6 +118,7 @@ def test_question_shapes():
     import random
 
     from zoo.prefetch_rag import corpus as C
+    from zoo.prefetch_rag.lead_ins import LEAD_INS
 
     countries = C.country_split()["test"]
     q = C.make_question(countries[0], random.Random(0), "test")
@@ -125,7 +127,7 @@ def test_question_shapes():
     assert [s.country for s in m.slots] == [countries[0], countries[1]]
     assert m.segments[3].text == C.SWITCH.format(c=countries[1])  # intro, lead-in, slot, switch
     short = C.make_question(countries[0], random.Random(0), "test", short=True)
-    assert all(s.text in C.LEAD_INS[n.attribute]["test_short"] for s, n in zip(short.segments[1::2], short.slots))
+    assert all(s.text in LEAD_INS[n.attribute]["test_short"] for s, n in zip(short.segments[1::2], short.slots))
     assert not set(C.country_split()["test"]) & set(C.country_split()["lm"] + C.country_split()["val"])
     with pytest.raises(ValueError, match="^n_slots"):
         C.make_question(countries[0], random.Random(0), "test", n_slots=0)

@@ -1,11 +1,11 @@
 """Build the shipped SOCRATES-mini artifacts: ``python -m zoo.aporia.build [--seeds 0 1 2] [--out FILE]``.
 
 The pipeline: load the published generator LMs (sha256-verified), sample, label and embed one dataset per
-seed (:func:`zoo.aporia.dataset.build_socrates_mini`), write each into its own ``.npz``
-(:func:`zoo.aporia.dataset.save_artifact`; ``hub_cards/aporia.socrates_mini/socrates_mini_seed<S>.npz``, one
+seed (:func:`zoo.aporia.sampling.build_socrates_mini`), write each into its own ``.npz``
+(:func:`zoo.aporia.artifact.save_artifact`; ``hub_cards/aporia.socrates_mini/socrates_mini_seed<S>.npz``, one
 file per seed keeps each under the 10 MB file limit) and print the sha256 digests with per-generator
 statistics. The digests go into the registry pins (``zoo/aporia/pins.json``), which
-:func:`zoo.aporia.dataset.published` checks on every load. ``--out FILE`` writes every dataset into one file.
+:func:`zoo.aporia.artifact.published` checks on every load. ``--out FILE`` writes every dataset into one file.
 
 ``--merge FILE ...`` adds the datasets of earlier artifacts (bit for bit) to those built now, so seeds can be
 built in separate runs and written out together: ``--seeds --merge a.npz b.npz`` rewrites their datasets into
@@ -20,15 +20,10 @@ import time
 from dataclasses import replace
 
 import zoo
-from zoo.aporia.dataset import (
-    PUBLISHED_SEEDS,
-    SocratesConfig,
-    artifact_path,
-    build_socrates_mini,
-    load_artifact,
-    load_generators,
-    save_artifact,
-)
+from zoo.aporia.artifact import PUBLISHED_SEEDS, artifact_path, load_artifact, save_artifact
+from zoo.aporia.cache import load_generators
+from zoo.aporia.dataset import SocratesConfig
+from zoo.aporia.sampling import build_socrates_mini
 
 
 def main(argv: list[str] | None = None) -> int:

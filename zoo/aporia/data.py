@@ -99,7 +99,7 @@ class SocratesMiniDataModule(pl.LightningDataModule):
         label_budget: Labels per pair for the fit.
         splits: Folds of the protocol.
         split: The fold whose training part provides the labels (a pair whose fold ``split`` has no F1 in the
-            protocol, :func:`zoo.aporia.protocol.evaluable`, takes its next fold that has one; a pair with no
+            protocol, :func:`zoo.aporia.folds.evaluable`, takes its next fold that has one; a pair with no
             such grouped fold, e.g. a single hallucinated string, takes the stratified folds).
         grouped: Answer-grouped folds, as ``zoo eval aporia`` (no held-out answer is a copy of a labelled one);
             False = stratified folds.
@@ -152,19 +152,19 @@ class SocratesMiniDataModule(pl.LightningDataModule):
 
     def prepare_data(self) -> None:
         if self.hparams.cache_dir is not None and not self.hparams.published:
-            from zoo.aporia.dataset import socrates_mini
+            from zoo.aporia.cache import socrates_mini
 
             socrates_mini(self.config(), cache_dir=self.hparams.cache_dir)
 
     def setup(self, stage: str | None = None) -> None:
         if self.dataset is not None:
             return
-        from zoo.aporia.dataset import socrates_mini
-        from zoo.aporia.protocol import answer_groups, balanced_labels, evaluable, folds_of
+        from zoo.aporia.cache import socrates_mini
+        from zoo.aporia.folds import answer_groups, balanced_labels, evaluable, folds_of
 
         h = self.hparams
         if h.published:
-            from zoo.aporia.dataset import published
+            from zoo.aporia.artifact import published
 
             self.dataset = published(h.seed)
         else:

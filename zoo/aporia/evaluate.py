@@ -18,7 +18,8 @@ import functools
 import numpy as np
 
 from zoo.aporia.data import pair_seed
-from zoo.aporia.protocol import TUNED_FIELD, ProtocolConfig, answer_groups, choose_per_fold, evaluate_pair, tune_pair
+from zoo.aporia.folds import answer_groups
+from zoo.aporia.protocol import TUNED_FIELD, ProtocolConfig, choose_per_fold, evaluate_pair, tune_pair
 from zoo.eval import Arm, Claim, Protocol, Setting, Shared, Step, Tuning, beats, per_seed_values
 
 GENERATORS = ("gen_gpt2_xs", "gen_qwen2_xs", "gen_gpt2_s", "gen_llama_xs", "gen_neox_s", "gen_llama_s")
@@ -44,7 +45,9 @@ def generator(run, arm: str):
 
 def dataset_of(run):
     """This seed's SOCRATES-mini: the published artifact, or one sampled from the generators (and cached)."""
-    from zoo.aporia.dataset import PUBLISHED_SEEDS, SocratesConfig, published, socrates_mini
+    from zoo.aporia.artifact import PUBLISHED_SEEDS, published
+    from zoo.aporia.cache import socrates_mini
+    from zoo.aporia.dataset import SocratesConfig
 
     fixed = run.settings["dataset_seed"]
     seed = run.seed if run.retrain or fixed < 0 else fixed

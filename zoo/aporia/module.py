@@ -35,7 +35,7 @@ Deviations and reconstructed choices (R):
   ``facts.py``; the build pipeline in ``build.py``; the dataset ships as a sha256-pinned artifact.
 * Unit of analysis and protocol (R): F1 (hallucinated positive) per pair on the held-out fold of 5
   answer-grouped folds (every copy of an answer string in one test part, so no test answer is a verbatim
-  copy of a labelled one; issue 18, ``zoo.aporia.protocol.grouped_folds``; the spec's stratified folds with
+  copy of a labelled one; issue 18, ``zoo.aporia.folds.grouped_folds``; the spec's stratified folds with
   ``--set grouped=false``), label draws per fold, nested class-balanced budgets (a class short of L/2
   training answers is topped up by the other), averaged over pairs, folds and draws.
 * Propagation (R): besides the single-pass rule, ``AporiaLP(self_training_rounds=3)`` adds the 5 most

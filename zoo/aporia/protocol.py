@@ -6,8 +6,8 @@ points and is scored on the same test points by F1 with hallucinated as the posi
 labels are used only for scoring.
 
 Answer-grouped folds (``groups=`` the answer strings; ``zoo eval aporia``'s default since issue 18): every
-copy of one answer string lies in one test part (:func:`grouped_folds`), so no test answer is a verbatim
-copy of a labelled one. With the stratified folds 40 labels cover the whole training part of a 50-answer
+copy of one answer string lies in one test part (:func:`zoo.aporia.folds.grouped_folds`), so no test answer is a
+verbatim copy of a labelled one. With the stratified folds 40 labels cover the whole training part of a 50-answer
 pair, and a test answer usually has a labelled twin: a per-pair classifier then only looks its string up
 (tuned logistic regression 0.99 F1). Grouped, a test answer is a phrasing or a value the labels never
 showed, which is the detection task (a verbatim repeat of an annotated answer needs no detector). A grouped
@@ -19,12 +19,20 @@ part that lacks a class has none). Label-free arms see all the pair's answers (n
 from __future__ import annotations
 
 import warnings
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from zoo.aporia.baselines import (
+    knn_predict,
+    logistic_regression,
+    majority_vote_predict,
+    nearest_mean_predict,
+    self_consistency_predict,
+    semantic_entropy_predict,
+)
+from zoo.aporia.folds import balanced_labels, evaluable, folds_of
 from zoo.aporia.lp import AporiaLP
 
 SUPERVISED_ARMS = (
@@ -83,167 +91,11 @@ class ProtocolConfig:
     seed: int = 0
 
 
-def stratified_folds(labels: np.ndarray, splits: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``splits`` stratified (train, test) index pairs whose test parts partition the responses."""
-    from sklearn.model_selection import StratifiedKFold
-
-    folds = StratifiedKFold(n_splits=splits, shuffle=True, random_state=seed)
-    return list(folds.split(np.zeros(len(labels)), labels))
-
-
-def grouped_folds(labels: np.ndarray, groups: Sequence, splits: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``splits`` (train, test) index pairs whose test parts partition the responses, each group in one test part.
-
-    Groups (equal answer strings) go, largest first (ties in a seeded random order), to the part whose
-    worst class share would stay lowest (ties: the smaller part, then at random), like sklearn's
-    ``StratifiedGroupKFold``, but deterministic for any number of groups. With fewer groups than ``splits`` some test
-    parts are empty.
-
-    Args:
-        labels: ``(n,)`` labels.
-        groups: ``(n,)`` group keys (any hashable: the answer texts).
-        splits: Number of parts.
-        seed: Seed of the tie-breaking.
-    """
-    labels = np.asarray(labels).astype(np.int64)
-    if len(groups) != len(labels):
-        raise ValueError(f"{len(groups)} group keys for {len(labels)} labels")
-    _, group = np.unique(np.asarray(groups, dtype=object).astype(str), return_inverse=True)
-    counts = np.zeros((group.max() + 1 if len(group) else 0, 2))
-    np.add.at(counts, (group, labels), 1)
-    total = np.maximum(counts.sum(0), 1)
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(len(counts))
-    order = order[np.argsort(-counts[order].sum(1), kind="stable")]
-    parts, where = np.zeros((splits, 2)), np.zeros(len(counts), dtype=np.int64)
-    size = len(labels) or 1
-    for g in order:
-        worst = ((parts + counts[g]) / total).max(1)  # then the smaller part, then at random
-        where[g] = int(np.argmin(worst + 1e-3 * parts.sum(1) / size + 1e-9 * rng.random(splits)))
-        parts[where[g]] += counts[g]
-    index = np.arange(len(labels))
-    return [(index[where[group] != f], index[where[group] == f]) for f in range(splits)]
-
-
-def answer_groups(texts: Sequence[str]) -> list[str]:
-    """Group keys of answer texts for :func:`grouped_folds`: case-folded, whitespace-collapsed, without the final
-    punctuation (two answers that differ only there are the same answer to an annotator and to MiniLM)."""
-    return [" ".join(str(t).casefold().split()).rstrip(" .!?") for t in texts]
-
-
-def folds_of(
-    labels: np.ndarray, splits: int, seed: int, groups: Sequence | None = None
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """:func:`grouped_folds` when ``groups`` is given, else :func:`stratified_folds`."""
-    if groups is None:
-        return stratified_folds(labels, splits, seed)
-    return grouped_folds(labels, groups, splits, seed)
-
-
-def evaluable(labels: np.ndarray, train: np.ndarray, test: np.ndarray) -> bool:
-    """A fold has an F1 iff its test part holds a hallucinated answer and its training part both classes."""
-    labels = np.asarray(labels)
-    return bool(labels[test].sum() > 0 and len(np.unique(labels[train])) == 2)
-
-
-def balanced_labels(train_labels: np.ndarray, budgets: Sequence[int], rng: np.random.Generator) -> list[np.ndarray]:
-    """Indices (into the training part) labelled at each budget; nested, class-balanced as far as possible.
-
-    Each class gets ``L // 2`` labels (the hallucinated class the odd one); when a class has fewer
-    training responses, the other class fills the shortfall, so every budget labels ``min(L, n)`` points.
-    """
-    by_class = [rng.permutation(np.flatnonzero(train_labels == c)) for c in (0, 1)]
-    chosen = []
-    for budget in budgets:
-        budget = min(budget, len(train_labels))
-        take_h = min(budget - budget // 2, len(by_class[1]))
-        take_g = min(budget - take_h, len(by_class[0]))
-        take_h = min(budget - take_g, len(by_class[1]))
-        chosen.append(np.concatenate([by_class[0][:take_g], by_class[1][:take_h]]))
-    return chosen
-
-
 def f1_hallucinated(truth: np.ndarray, predicted: np.ndarray) -> float:
     """F1 with hallucinated (1) as the positive class; 0 when there are no positives at all."""
     tp = float(np.sum((truth == 1) & (predicted == 1)))
     wrong = float(np.sum(truth != predicted))
     return 2 * tp / (2 * tp + wrong) if tp + wrong > 0 else 0.0
-
-
-def knn_predict(x_labelled: np.ndarray, y_labelled: np.ndarray, x: np.ndarray, k: int) -> np.ndarray:
-    """Majority vote of the ``k`` most cosine-similar labelled embeddings (ties go to the nearest)."""
-    similarity = _unit(x) @ _unit(x_labelled).T
-    k = min(k, len(y_labelled))
-    nearest = np.argsort(-similarity, axis=1, kind="stable")[:, :k]
-    votes = y_labelled[nearest].mean(1)
-    return np.where(votes == 0.5, y_labelled[nearest[:, 0]], votes > 0.5).astype(np.int64)
-
-
-def self_consistency_predict(x: np.ndarray, threshold: float) -> np.ndarray:
-    """Unsupervised baseline: H iff the cosine to the medoid of the densest cluster is below ``threshold``.
-
-    The medoid is the response with the most neighbours within ``threshold`` (ties: largest summed cosine).
-    """
-    similarity = _unit(x) @ _unit(x).T
-    density = (similarity >= threshold).sum(1) + similarity.mean(1) / 2  # the fraction breaks ties only
-    medoid = int(np.argmax(density))
-    return (similarity[:, medoid] < threshold).astype(np.int64)
-
-
-def majority_vote_predict(answers: Sequence[str | None]) -> np.ndarray:
-    """Label-free reference: H iff a response's parsed answer differs from the pair's most common parsed answer.
-
-    Args:
-        answers: The parsed (folded) answer of every response of the pair, None where no template matched.
-    """
-    parsed = Counter(a for a in answers if a is not None)
-    consensus = parsed.most_common(1)[0][0] if parsed else None
-    return np.array([a is None or a != consensus for a in answers], dtype=np.int64)
-
-
-def semantic_clusters(answers: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
-    """Equivalence classes of answers (same parsed answer = same meaning; each unparsed answer is its own class).
-
-    Returns:
-        ``(cluster, share)``: each response's cluster index and each cluster's share of the responses.
-    """
-    keys = [a if a is not None else ("\x00", i) for i, a in enumerate(answers)]
-    index: dict = {}
-    cluster = np.array([index.setdefault(k, len(index)) for k in keys], dtype=np.int64)
-    share = np.bincount(cluster, minlength=len(index)) / max(1, len(keys))
-    return cluster, share
-
-
-def semantic_entropy(answers: Sequence[str | None]) -> float:
-    """Semantic entropy of a pair: ``-sum_c p_c log p_c`` over its answer clusters (Farquhar et al., discrete form)."""
-    _, share = semantic_clusters(answers)
-    return float(-(share * np.log(share)).sum()) if len(share) else 0.0
-
-
-def semantic_entropy_predict(answers: Sequence[str | None], threshold: float) -> np.ndarray:
-    """Semantic-entropy-style baseline: H iff a response's cluster share is below ``threshold`` x the largest share.
-
-    Responses are grouped into clusters of equivalent answers (:func:`semantic_clusters`, string equality of the
-    parsed answer standing in for bidirectional entailment); a response's surprisal ``-log p_c`` is its share of
-    the pair's semantic entropy, and rare meanings are flagged. ``threshold = 1`` flags every cluster but the
-    largest (the majority vote); smaller values keep runner-up meanings (several true neighbours, say) genuine.
-    """
-    cluster, share = semantic_clusters(answers)
-    if not len(share):
-        return np.zeros(0, dtype=np.int64)
-    return (share[cluster] < threshold * share.max() - 1e-12).astype(np.int64)
-
-
-def nearest_mean_predict(x_labelled: np.ndarray, y_labelled: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """H iff the embedding is nearer (Euclidean) to the labelled hallucinated mean than to the genuine one."""
-    means = [np.asarray(x_labelled, dtype=np.float64)[y_labelled == c].mean(0) for c in (0, 1)]
-    distances = [np.linalg.norm(np.asarray(x, dtype=np.float64) - mean, axis=1) for mean in means]
-    return (distances[1] < distances[0]).astype(np.int64)
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
 def evaluate_pair(
@@ -272,8 +124,8 @@ def evaluate_pair(
         answers: Parsed answers of the responses (:func:`zoo.aporia.facts.extract_answer`), needed by
             ``reference_majority_vote``.
         fold_configs: Per fold, the settings with the hyperparameters tuned for that fold (default: ``config``).
-        groups: Answer strings: answer-grouped folds (:func:`grouped_folds`; label-free arms then see all the
-            pair's answers); None = stratified folds.
+        groups: Answer strings: answer-grouped folds (:func:`zoo.aporia.folds.grouped_folds`; label-free arms then
+            see all the pair's answers); None = stratified folds.
     """
     unknown = sorted(set(arms) - set(ARMS))
     if unknown:
@@ -448,57 +300,6 @@ def _logreg(c: float) -> Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarr
         return (np.asarray(x_test, dtype=np.float64) @ weights + bias > 0).astype(np.int64)
 
     return predict
-
-
-def logistic_regression(
-    x: np.ndarray, y: np.ndarray, c: float = 1.0, max_iter: int = 100, tol: float = 1e-10
-) -> tuple[np.ndarray, float]:
-    """L2-regularised logistic regression (sklearn's objective, unpenalised intercept) by Newton's method.
-
-    Minimises ``0.5 ||w||^2 + c * sum_i log(1 + exp(-s_i (x_i . w + b)))`` with ``s = 2y - 1``. With
-    L labelled points in d > L dimensions the optimal ``w`` lies in the row space of ``x`` (representer
-    theorem), so the solve runs in an orthonormal basis of that row space: a few Newton steps on an
-    (L + 1)-dimensional problem instead of lbfgs in d dimensions: the same optimum (sklearn's at a tight
-    tolerance), about 4x faster than ``sklearn.linear_model.LogisticRegression`` on 40-label fits in 384-d
-    (``benchmarks/aporia/lp_speed.py``).
-
-    Args:
-        x: ``(L, d)`` labelled embeddings.
-        y: ``(L,)`` labels in {0, 1}.
-        c: Inverse regularisation strength (sklearn's ``C``).
-        max_iter: Newton iterations at most.
-        tol: Stop when the largest step component is below this.
-
-    Returns:
-        ``(w, b)``: predict 1 iff ``x @ w + b > 0``.
-    """
-    x = np.asarray(x, dtype=np.float64)
-    sign = 2.0 * np.asarray(y, dtype=np.float64) - 1.0
-    # Orthonormal basis of the row space from the small Gram matrix: x x^T = Q diag(e) Q^T, basis = diag(e)^-1/2 Q^T x
-    eigenvalues, eigenvectors = np.linalg.eigh(x @ x.T)
-    keep = eigenvalues > 1e-10 * max(float(eigenvalues.max()), 1e-300)
-    basis = (eigenvectors[:, keep] / np.sqrt(eigenvalues[keep])).T @ x
-    design = np.hstack([eigenvectors[:, keep] * np.sqrt(eigenvalues[keep]), np.ones((len(x), 1))])  # = x @ basis.T
-    penalty = np.r_[np.ones(len(basis)), 0.0]  # the intercept is not penalised
-
-    def objective(beta: np.ndarray) -> float:
-        return 0.5 * float(penalty @ beta**2) + c * float(np.logaddexp(0.0, -sign * (design @ beta)).sum())
-
-    beta = np.zeros(design.shape[1])
-    current = objective(beta)
-    for _ in range(max_iter):
-        wrong = 1.0 / (1.0 + np.exp(sign * (design @ beta)))  # sigma(-margin)
-        gradient = penalty * beta - c * design.T @ (sign * wrong)
-        hessian = c * (design.T * (wrong * (1.0 - wrong))) @ design + np.diag(penalty + 1e-12)
-        step = np.linalg.solve(hessian, gradient)
-        scale = 1.0
-        while scale > 1e-4 and objective(beta - scale * step) > current:  # backtracking keeps it monotone
-            scale /= 2
-        beta = beta - scale * step
-        current = objective(beta)
-        if np.max(np.abs(scale * step)) < tol:
-            break
-    return basis.T @ beta[:-1], float(beta[-1])
 
 
 def _label_spreading(x: np.ndarray, y: np.ndarray, labelled: np.ndarray, test: np.ndarray, gamma: float) -> np.ndarray:

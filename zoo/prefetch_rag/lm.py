@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from zoo.prefetch_rag import corpus as C
+from zoo.prefetch_rag.lead_ins import LEAD_INS
 
 DOC_TOKENS = 32
 MAX_POSITIONS = 256
@@ -184,7 +185,7 @@ def tokenizer_texts() -> tuple[str, ...]:
     texts = [text for _, _, text in C.fact_documents()]
     for country in C.facts():
         texts += [C.QUESTION.format(c=country), C.INTRO.format(c=country), C.SWITCH.format(c=country)]
-    for pools in C.LEAD_INS.values():
+    for pools in LEAD_INS.values():
         texts += list(pools["train"] + pools["train_short"]) * 20
     return tuple(texts) + C.distractor_documents()
 

@@ -57,7 +57,7 @@ Reconstruction choices and deviations (R):
   questions use others (6 + 2 each, 2 + 1 before 2026-12-04); the BPE too is fitted without them
   (:func:`zoo.prefetch_rag.lm.tokenizer_texts`).
   The wider training pool is what lets the predictor recognise an unseen lead-in (validation AUROC 0.735 with
-  5 + 2, 0.855 / 0.808 with 12 + 4, 0.85-0.87 with 24 + 8; :mod:`zoo.prefetch_rag.corpus`), with Gaussian noise on
+  5 + 2, 0.855 / 0.808 with 12 + 4, 0.85-0.87 with 24 + 8; :mod:`zoo.prefetch_rag.lead_ins`), with Gaussian noise on
   the predictor's standardised inputs while it trains (``predictor_noise``, R: the spec trains it on clean features).
   Stage 2's ``heldout_auroc`` holds out random
   positions, whose neighbours trained the predictor, so it is optimistic; the card's validation AUROCs
