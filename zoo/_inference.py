@@ -48,6 +48,17 @@ class PretrainedMixin(ExportHooks):
     """
 
     DEFAULT_PRETRAINED_CFG: Mapping[str, Any] = {}
+
+    @property
+    def pretrained_cfg(self) -> dict[str, Any]:
+        """Input format, size, value range, normalisation and label names (see :mod:`zoo._inference`)."""
+        cfg = self.__dict__.get("_zoo_pretrained_cfg")
+        return dict(cfg) if cfg is not None else clean_cfg(self.DEFAULT_PRETRAINED_CFG)
+
+    @pretrained_cfg.setter
+    def pretrained_cfg(self, cfg: Mapping[str, Any]) -> None:
+        self.__dict__["_zoo_pretrained_cfg"] = clean_cfg(cfg)
+
     # ------------------------------------------------------------------------------ huggingface_hub names
 
     def save_pretrained(
