@@ -77,7 +77,8 @@ def test_claims_on_the_card_pieces_have_kinds_and_the_headroom_gate_is_per_seed(
     gate = claims["headroom_flat_multistep"]
     assert gate["kind"] == "headroom" and gate["value"] == max(flat) and gate["holds"] == (max(flat) <= 0.85)
     assert claims["kv_cache_identical_outputs"]["kind"] == "validity"
-    assert all(c["arm"] == "coa_compressed" for c in claims.values() if c["kind"] == "paper")
+    method = (E.PROTOCOL.method_name, *E.PROTOCOL.method_variants)  # coa: the method's weights, full context
+    assert all(c["arm"] in method for c in claims.values() if c["kind"] == "paper")
 
 
 @pytest.mark.parametrize("arm", ["coa_compressed", "flat"])

@@ -1,29 +1,11 @@
-"""``zoo eval deepha``: CoA vs flat and decoupled policies, compressed memory + KV cache, on BabyAI.
+"""``zoo eval deepha``: CoA vs flat and decoupled policies, compressed memory + KV cache, on BabyAI (setup: card.md).
 
-Arms (every trained one: the same decoder width, 1.27-1.28M parameters, and the same recipe budget): the method
-``coa_compressed`` (the CoA weights ``deepha.babyai`` acting with the compressed context, W = 4, + KV cache); the
-baseline ``decoupled`` (a high-level decoder for skill + grounding and a low-level one for motor, two layers each,
-sharing the token embedder); the ablations ``coa`` (the same weights, and for a trained seed the same fit, with
-the full context), ``coa_skill_only`` and ``coa_grounding_only`` (trained without grounding / skill tokens); the
-references ``flat`` (motor tokens only) and ``reference_random`` (uniform random primitive actions).
-
-Per arm and seed: ``success_<level>`` on ``test_episodes`` held-out test-seed episodes of each training level
-and GoTo, ``success_multistep`` (PutNextLocal, UnlockLocal, Synth), ``success_all`` (the five training levels),
-``success_goto``; ``context_tokens_mean`` over the steps of Synth, GoTo and BossLevel (``boss_episodes`` of it),
-where episodes outlast W; ``ms_per_step`` over ``latency_episodes`` Synth episodes played one at a time;
-``coa_compressed`` adds ``ms_per_step_recompute`` (the same compressed policy without the cache, same episodes),
-``kv_speedup`` and ``identical_actions`` (fraction of those episodes whose greedy actions match exactly). Success
-rates come from lockstep batches of 50 episodes (:class:`~zoo.deepha.agent.BatchPolicy`, the same actions as one
-at a time: tests/deepha). Rollouts use one torch thread. Seeds are training seeds; the test episodes are the same
-for every seed. Every arm's ``ms_per_step`` is wall-clock time, so every arm is ``timed``: the harness measures
-it alone, never beside another piece.
-
-Trims for the 2-core budget: 50 test episodes per level (the spec's 100), 20 BossLevel episodes and 10 latency
-episodes. Seed 0 uses the published weights; every other (arm, seed) trains its recipe (13 fits).
-
-Tuning (``settings.tuning``, :mod:`zoo.deepha.tune`, validation seeds only): every trained arm gets the same
-trials (learning rate, epochs, drop probability); the chosen values that differ from the arm's recipe are the
-arm's overrides (:func:`tuned_overrides`), so a retuned arm never silently uses the published weights.
+Per arm and seed (a training seed; the test episodes are the same for every seed): ``success_<level>`` on
+``test_episodes`` test-seed episodes of each training level and GoTo, ``success_multistep`` and ``success_all``
+(means over the multi-step and the training levels), ``context_tokens_mean`` over the steps of ``CONTEXT_LEVELS``
+and ``ms_per_step`` over ``latency_episodes`` Synth episodes played one at a time (wall clock: every arm is timed);
+``coa_compressed`` adds ``ms_per_step_recompute`` (no KV cache), ``kv_speedup`` and ``identical_actions``. A
+trained arm's tuned values that differ from its recipe's are its overrides (:func:`tuned_overrides`).
 """
 
 from __future__ import annotations
@@ -34,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo.deepha.demos import MULTISTEP_LEVELS, TRAIN_LEVELS, make_env, split_seed
-from zoo.eval import Arm, Claim, Protocol, Setting, Step, Tuning, beats, per_seed_values
+from zoo.eval import Arm, Claim, Protocol, Setting, Step, Tuning, beats, per_seed_values, ratio_of_means
 
 CONTEXT_LEVELS = ("Synth", "GoTo", "BossLevel")
 TRAINED = ("coa_compressed", "decoupled", "coa_skill_only", "coa_grounding_only", "flat")
@@ -146,12 +128,8 @@ def score_policy(make_policy, settings, recompute: bool = False) -> dict[str, fl
 
 
 def latency(make_policy, settings, recompute: bool = False) -> dict[str, float]:
-    """ms per step of one episode at a time on Synth; with ``recompute`` also without the KV cache.
-
-    The same ``latency_episodes`` Synth episodes run with the cache and recomputing the context for every
-    token: ``ms_per_step_recompute``, ``kv_speedup`` and ``identical_actions`` (fraction of episodes whose greedy
-    actions are identical).
-    """
+    """ms per step of one Synth episode at a time; with ``recompute`` also of the same episodes without the KV cache
+    (``identical_actions``: the fraction of episodes whose greedy actions match)."""
     from zoo.deepha.agent import run_episode
 
     env = make_env("Synth")
@@ -166,9 +144,8 @@ def latency(make_policy, settings, recompute: bool = False) -> dict[str, float]:
     if recompute:
         recomputed, ms_recompute = timed(False)
         same = np.mean([a["actions"] == b["actions"] for a, b in zip(cached, recomputed, strict=True)])
-        out.update(
-            {"ms_per_step_recompute": ms_recompute, "kv_speedup": ms_recompute / ms_cached, "identical_actions": same}
-        )
+        out["ms_per_step_recompute"], out["kv_speedup"] = ms_recompute, ms_recompute / ms_cached
+        out["identical_actions"] = same
     return out
 
 
@@ -191,38 +168,24 @@ def random_policy(run) -> dict[str, float]:
 
 def claims(result: dict) -> list[Claim]:
     arms = result["arms"]
-
-    def gap(metric, a, b):
-        return arms[a][metric] - arms[b][metric]
-
-    ctx_ratio = arms["coa_compressed"]["context_tokens_mean"] / max(arms["coa"]["context_tokens_mean"], 1e-9)
+    compressed, multistep = arms["coa_compressed"], {arm: arms[arm]["success_multistep"] for arm in arms}
+    ctx_ratio = ratio_of_means(result, "context_tokens_mean", "coa_compressed", "coa")
     flat = {f"seed {seed}": value for seed, value in per_seed_values(result, "flat", "success_multistep").items()}
     return [
         beats(result, "success_multistep", "coa", "flat", margin=0.10),  # coa: a method variant
-        Claim.at_least(
-            "coa_at_least_decoupled", "coa >= decoupled on success_multistep (mean gap)",
-            gap("success_multistep", "coa", "decoupled"), 0.0, versus="decoupled", arm="coa",
-        ),
-        Claim.at_least(
-            "compressed_within_2_points_of_coa", "coa_compressed within 2 points of coa on success_multistep",
-            gap("success_multistep", "coa_compressed", "coa"), -0.02, versus="coa", arm="coa_compressed",
-        ),
-        Claim.at_most(
-            "compressed_context_at_most_30pct", "coa_compressed context_tokens_mean <= 30% of coa's",
-            ctx_ratio, 0.30, versus="coa", arm="coa_compressed",
-        ),
-        Claim.at_least(
-            "kv_cache_speedup_1p5x", "KV cache >= 1.5x faster per step than recomputing (coa_compressed)",
-            arms["coa_compressed"]["kv_speedup"], 1.5, arm="coa_compressed",
-        ),
-        Claim.at_least(
-            "kv_cache_identical_outputs", "cached and recomputed greedy actions identical (fraction of episodes)",
-            arms["coa_compressed"]["identical_actions"], 1.0, kind="validity", arm="coa_compressed",
-        ),
-        Claim.gate(
-            "headroom_flat_multistep", "flat success_multistep <= 0.85 (the levels leave headroom)", flat, 0.85,
-            at_most=True, arm="flat",
-        ),
+        Claim.at_least("coa_at_least_decoupled", "coa >= decoupled on success_multistep (mean gap)",
+                       multistep["coa"] - multistep["decoupled"], 0.0, versus="decoupled", arm="coa"),
+        Claim.at_least("compressed_within_2_points_of_coa",
+                       "coa_compressed within 2 points of coa on success_multistep",
+                       multistep["coa_compressed"] - multistep["coa"], -0.02, versus="coa", arm="coa_compressed"),
+        Claim.at_most("compressed_context_at_most_30pct", "coa_compressed context_tokens_mean <= 30% of coa's",
+                      ctx_ratio, 0.30, versus="coa", arm="coa_compressed"),
+        Claim.at_least("kv_cache_speedup_1p5x", "KV cache >= 1.5x faster per step than recomputing (coa_compressed)",
+                       compressed["kv_speedup"], 1.5, arm="coa_compressed"),
+        Claim.at_least("kv_cache_identical_outputs", "cached and recomputed greedy actions identical (fraction of "
+                       "episodes)", compressed["identical_actions"], 1.0, kind="validity", arm="coa_compressed"),
+        Claim.gate("headroom_flat_multistep", "flat success_multistep <= 0.85 (the levels leave headroom)", flat, 0.85,
+                   at_most=True, arm="flat"),
         beats(result, "success_all", "coa_compressed", "reference_random", margin=0.10),
     ]  # fmt: skip
 

@@ -1,20 +1,9 @@
-"""``zoo eval promise``: ProMiSE's controls and the learned analogue of decoding bias on AdK.
+"""``zoo eval promise``: ProMiSE's controls and the learned analogue of decoding bias on AdK (setup: card.md).
 
-* Target: AdK open/closed (6.91 A apart), contexts apo and ligand (emulated; holo = closed), the held-out TMD
-  run for path fidelity. Per seed, ``ensembles`` ensembles of ``samples`` structures per context; coverage,
-  success and path fidelity come from the apo ensembles, the context delta pairs ligand with apo ensembles.
-* References (no learning): ``positive_control`` (5 frames from each end of the DIMS runs), ``negative_control``
-  (the closed state + 0.3 A noise per coordinate) and ``anm`` (numpy ANM of the open state, 3 softest modes, mean
-  RMSD 3 A). Context-blind by construction.
-* The four DDPM arms are one shared pass per seed: one checkpoint (seed 0: the published ``promise.adk``; other
-  seeds: its recipe with that seed), one tuning of (w, T) on ``val_ensembles`` validation ensembles (sampling
-  seeds from 1,000,000 up, disjoint from the test ensembles' below 100,000) and one pool of test samples (common
-  random numbers). ``ddpm_biased`` minimises the median RMSD of samples to their nearest crystal state (sharp
-  decoding), ``ddpm_debiased`` maximises multi-state success with importance reweighting; ``ddpm_no_reweight``
-  decodes with the debiased (w, T) without reweighting, ``ddpm_reweight_only`` with the biased (w, T) plus it.
-* Dose-response (reported on ``ddpm_biased``, not gated): ``success_exposure_<pct>`` of the biased decoder,
-  re-tuned the same way, on a fit of the recipe with ``--data.init_args.exposure`` for each of ``exposures``
-  (0.85 is the checkpoint itself).
+Per seed, ``ensembles`` ensembles of ``samples`` structures per context; coverage, success and path fidelity come
+from the apo ensembles, the context delta pairs ligand with apo ensembles. The four DDPM arms are one shared pass
+per seed (one checkpoint, one validation tuning of (w, T), one pool of test samples); the references need no
+learning. ``ddpm_biased`` also reports ``success_exposure_<pct>`` over refits at each of ``exposures`` (not gated).
 """
 
 from __future__ import annotations
@@ -62,11 +51,8 @@ def _context_seed(seed: int, context: str, validation: bool) -> int:
 
 
 class Pools:
-    """Sample pools of one checkpoint for one seed: ``ensembles x (samples * pool_factor)`` per context and (w, T).
-
-    Ensemble k without reweighting is the first ``samples`` of its pool; with reweighting, ``samples`` of the pool
-    drawn by inverse training-state frequency (:func:`zoo.promise.ddpm.importance_resample`).
-    """
+    """Sample pools of one checkpoint and seed per context and (w, T); an ensemble is the first ``samples`` of its
+    pool, or with reweighting ``samples`` drawn by inverse training-state frequency."""
 
     def __init__(self, module, seed: int, settings: dict, validation: bool) -> None:
         self.module, self.seed, self.settings, self.validation = module, seed, settings, validation
@@ -102,14 +88,7 @@ class Pools:
 
 
 def tune(module, seed: int, settings: dict, pools=None) -> dict[str, dict[str, float]]:
-    """Both tuned decoders' (w, T) for one checkpoint, on validation ensembles (``settings`` grids).
-
-    Args:
-        pools: This seed's validation :class:`Pools` when the caller already has them (their samples are reused).
-
-    Returns:
-        ``{"biased": {"guidance", "temperature", "val_median_rmsd"}, "debiased": {..., "val_success"}}``.
-    """
+    """Both tuned decoders' (w, T) for one checkpoint on validation ensembles (``pools``: reuse the caller's)."""
     pools = pools or Pools(module, seed, settings, validation=True)
     rows = []
     for guidance in settings["guidance_grid"]:
@@ -177,28 +156,22 @@ def control_ensembles(arm: str, seed: int, settings: dict) -> dict[str, list[np.
     """The references' ensembles per context (context-blind: both contexts drawn the same way)."""
     adk = load_adk()
     open_state, closed_state = adk["states"]
-    n, count = settings["samples"], settings["ensembles"]
-    rng = np.random.default_rng([seed, REFERENCES.index(arm)])
-    if arm == "positive_control":
-        runs = [adk["trajectories"][name] for name in TRAIN_TRAJECTORIES]
-        ends = [np.concatenate([run[:CONTROL_END_FRAMES] for run in runs]),  # runs go closed -> open
-                np.concatenate([run[-CONTROL_END_FRAMES:] for run in runs])]  # fmt: skip
+    n = settings["samples"]
+    rng = np.random.default_rng([seed, REFERENCES.index(arm)])  # an unknown arm raises here
+    runs = [adk["trajectories"][name] for name in TRAIN_TRAJECTORIES]  # closed -> open
+    ends = [np.concatenate([run[:CONTROL_END_FRAMES] for run in runs]),
+            np.concatenate([run[-CONTROL_END_FRAMES:] for run in runs])]  # fmt: skip
+    sampler = ANMSampler(open_state, target_rmsd=settings["anm_rmsd"]) if arm == "anm" else None
 
-        def draw():
-            sizes = (n // 2, n - n // 2)
-            return np.concatenate([end[rng.choice(len(end), k, replace=False)] for end, k in zip(ends, sizes)])
-    elif arm == "negative_control":
-
-        def draw():
+    def draw() -> np.ndarray:
+        if arm == "positive_control":
+            halves = zip(ends, (n // 2, n - n // 2))
+            return np.concatenate([end[rng.choice(len(end), k, replace=False)] for end, k in halves])
+        if arm == "negative_control":
             return closed_state + rng.normal(0.0, settings["negative_noise"], (n, *closed_state.shape))
-    elif arm == "anm":
-        sampler = ANMSampler(open_state, target_rmsd=settings["anm_rmsd"])
+        return sampler.sample(n, rng)
 
-        def draw():
-            return sampler.sample(n, rng)
-    else:
-        raise ValueError(f"unknown reference arm {arm!r}")
-    return {context: [draw() for _ in range(count)] for context in CONTEXTS}
+    return {context: [draw() for _ in range(settings["ensembles"])] for context in CONTEXTS}
 
 
 def reference_scores(arm: str, run) -> dict[str, float]:
@@ -210,13 +183,8 @@ def reference_scores(arm: str, run) -> dict[str, float]:
 
 
 def score_pretrained(module, limit: int | None = None, decoding: dict | None = None) -> dict[str, float]:
-    """``ddpm_debiased``'s metrics of a loaded checkpoint on seed 0's test ensembles (the first ``limit``).
-
-    Args:
-        module: A ProMiSE module.
-        limit: Test ensembles per context (default: the protocol's 20).
-        decoding: ``{"guidance", "temperature"}`` of the debiased decoder; None tunes it on validation (seed 0).
-    """
+    """``ddpm_debiased``'s metrics of a loaded checkpoint on seed 0's first ``limit`` test ensembles per context;
+    ``decoding`` (``{"guidance", "temperature"}``) defaults to tuning it on validation."""
     settings = PROTOCOL.resolve({} if limit is None else {"ensembles": int(limit)})
     decoding = decoding or tune(module, 0, settings)["debiased"]
     return ddpm_scores(module.eval(), 0, settings, decoding, reweight=True)
@@ -292,8 +260,7 @@ PROTOCOL = Protocol(
         "anm_rmsd": Setting(3.0, "ANM: mean RMSD of the samples to the open state, A", minimum=0.1),
     },
     tuning=TUNING,
-    # The recipe's validation ensembles only log and draw from their own generators: skipping them leaves the
-    # trained weights unchanged and saves time (the published seed keeps its checkpoint).
+    # the recipe's validation ensembles only log (own generators): skipping them leaves the weights unchanged
     fit_args=("--trainer.limit_val_batches=0",),
     claims=claims,
     headline=("multistate_success", "coverage_open", "context_delta"),

@@ -1,17 +1,9 @@
 """``zoo eval protovar``: ProtoVAR's distilled sets against real-image and unguided-VAR sets, one student protocol.
 
-Per seed (seed = sampling generator + student initialisation, batches and augmentation; the published tokenizer,
-VAR and teacher serve every seed, ``--retrain`` fits their recipes instead), every arm builds a distilled set at
-IPC 1 and 10 and a fresh student (:class:`~zoo.protovar.student.StudentProtocol`, soft labels from the teacher) is
-trained on it; ``acc_ipc1`` / ``acc_ipc10`` are its accuracies on the first ``test_limit`` test images.
-
-Arms: ``protovar`` (prototype-guided VAR samples, pool of r x IPC per class, selector); baseline ``var_unguided``
-(unguided class-conditional VAR: the stand-in for diffusion distillation); ablations ``protovar_noselect`` (no
-selector) and ``var_unguided_select`` (no prototypes); references ``random_real``, ``herding`` (real images),
-``full_data`` (the student protocol on all 55,000 pool images: ``acc_full``), ``teacher`` (its own ``acc_full``)
-and ``tokenizer`` (``recon_mse`` in [0, 1] units and ``codebook_usage`` on the test images). The generative arms'
-settings and the student protocol's learning rate were chosen on the validation split by ``python -m
-zoo.protovar.tune`` (``tuning.json``), with the same number of trials for every generative arm.
+Per seed (setup: card.md), each set arm builds a distilled set at every IPC of ``ipcs`` and a fresh soft-label
+student (:class:`~zoo.protovar.student.StudentProtocol`) trains on it: ``acc_ipc<N>`` is its accuracy on the first
+``test_limit`` test images; ``full_data`` and ``teacher`` report ``acc_full``, ``tokenizer`` ``recon_mse`` and
+``codebook_usage``. Generator settings and the student's lr come from validation (``tuning.json``).
 """
 
 from __future__ import annotations
@@ -29,7 +21,6 @@ from zoo.eval import Arm, Claim, Protocol, Setting, Step, Tuning, beats, paired_
 TUNING_FILE = Path(__file__).with_name("tuning.json")
 GENERATIVE = ("protovar", "var_unguided", "protovar_noselect", "var_unguided_select")
 REAL = ("random_real", "herding")
-ARMS_ORDER = (*GENERATIVE, *REAL)
 SPEC_BETA = (5.0, 3.0, 1.5)
 #: The spec's generator and selector settings; tuning.json overrides them per arm.
 DEFAULTS = {"cfg": 1.5, "temperature": 1.0, "top_k": 32, "beta_scale": 1.0, "gamma": 0.0, "r": 5, "floor": 0.8}
@@ -56,7 +47,7 @@ def student_protocol(record: dict | None = None, steps: int | None = None):
     from zoo.protovar.student import StudentProtocol
 
     record = tuning_record() if record is None else record
-    protocol = StudentProtocol(**{k: v for k, v in record.get("student", {}).get("best", {}).items()})
+    protocol = StudentProtocol(**record.get("student", {}).get("best", {}))
     return replace(protocol, steps=steps) if steps else protocol
 
 
@@ -64,18 +55,14 @@ def _tunings() -> dict[str, Tuning]:
     record = tuning_record()
     student = record.get("student", {})
     shared = f"; student protocol (every arm): {student.get('note', 'the defaults')}, grid {student.get('grid', {})}"
-    out = {}
-    for arm, info in record.get("arms", {}).items():
-        out[arm] = Tuning("validation", info["grid"], info["trials"], info["note"] + shared)
-    for arm in ("random_real", "herding", "full_data"):
-        out[arm] = Tuning("none", {}, 0, "no generator settings" + shared)
-    return out
+    tuned = record.get("arms", {}).items()
+    out = {arm: Tuning("validation", info["grid"], info["trials"], info["note"] + shared) for arm, info in tuned}
+    return out | dict.fromkeys((*REAL, "full_data"), Tuning("none", {}, 0, "no generator settings" + shared))
 
 
 def model(run, arm: str):
-    """The model of an entry (``protovar``, ``teacher``, ``tokenizer``) for this run: the published one for every
-    seed (a seed only samples from it); ``--retrain`` fits its recipe with the run's seed; ``--weights`` replaces
-    the generator."""
+    """An entry's model (``protovar``, ``teacher``, ``tokenizer``): the published one for every seed, a fit of its
+    recipe with ``--retrain``, the ``--weights`` folder for the generator."""
     import zoo
 
     if arm == "protovar" and run.weights is not None:
@@ -202,8 +189,7 @@ def teacher_forced_accuracy(generator, limit=None, split: str = "test") -> float
     from zoo.protovar.data import fmnist_splits
     from zoo.protovar.tokenizer import to_model_range
 
-    images, labels = fmnist_splits()[split]
-    images, labels = images[:limit], labels[:limit]
+    images, labels = (array[:limit] for array in fmnist_splits()[split])
     hits = []
     with torch.no_grad():
         for start in range(0, len(images), 500):
@@ -228,10 +214,7 @@ def set_scores(arm: str, run) -> dict[str, float]:
 
     limit, (generator, teacher) = run.settings["test_limit"], models(run)
     protocol = student_protocol(steps=run.settings["student_steps"] or None)
-
-    def score(images, labels) -> float:
-        return student_accuracy(images, labels, teacher, run.seed, limit=limit, protocol=protocol)
-
+    score = partial(student_accuracy, teacher=teacher, seed=run.seed, limit=limit, protocol=protocol)
     if arm == "full_data":
         return {"acc_full": score(*fmnist_splits()["train"])}
     scores = {f"acc_ipc{i}": score(*distilled_set(arm, generator, teacher, i, run.seed)) for i in run.settings["ipcs"]}
@@ -278,7 +261,7 @@ def plot(result: dict, axes) -> None:
 
     for ax, ipc in zip(axes, result["settings"]["ipcs"][:2], strict=False):
         metric = f"acc_ipc{ipc}"
-        bar_panel(ax, result, metric, arms=list(ARMS_ORDER), ylabel=f"test accuracy, IPC {ipc}")
+        bar_panel(ax, result, metric, arms=[*GENERATIVE, *REAL], ylabel=f"test accuracy, IPC {ipc}")
         for arm, style in (("full_data", "--"), ("teacher", ":")):
             ax.axhline(result["arms"][arm]["acc_full"], linestyle=style, color="black")
         ax.set_title("dashed: full_data student, dotted: teacher", fontsize=7)

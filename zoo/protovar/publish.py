@@ -1,11 +1,7 @@
 """ProtoVAR's publishing steps of ``zoo reproduce protovar`` (``Protocol.steps``), each its own process:
 
-    python -m zoo.protovar.publish gate [FOLDER]   # the tokenizer's validation MSE and codebook usage, exit 1 if missed
-    python -m zoo.protovar.publish distilled       # the seed-0 protovar IPC 1/10 sets into the card, re-pinned
-
-``gate`` checks the pinned tokenizer (or an exported ``FOLDER``) before anything is tuned or evaluated on it.
-``distilled`` writes ``distilled_ipc1/10.safetensors`` of the published models into ``hub_cards/protovar.fmnist``
-and sets their pins in ``zoo/protovar/pins.json`` (the evaluation's pieces depend on the code, not on these files).
+python -m zoo.protovar.publish gate [FOLDER]   # the tokenizer's validation MSE and codebook usage, exit 1 if missed
+python -m zoo.protovar.publish distilled       # the seed-0 protovar IPC 1/10 sets into the card, re-pinned
 """
 
 from __future__ import annotations
@@ -28,21 +24,17 @@ def gate(folder: str | None = None, enforce: bool = True) -> dict[str, float]:
     module = zoo.load_folder(folder) if folder else zoo.load("protovar.tokenizer", pretrained=True)
     scores = tokenizer_scores(module.eval(), split="val")
     passed = scores["recon_mse"] < MAX_MSE and scores["codebook_usage"] >= MIN_USAGE
-    verdict = "passes" if passed else "MISSES"
-    print(f"tokenizer {folder or 'protovar.tokenizer'} on validation: {scores} ({verdict} MSE < {MAX_MSE}, "
-          f"usage >= {MIN_USAGE})")  # fmt: skip
+    print(f"tokenizer {folder or 'protovar.tokenizer'} on validation: {scores} ({'passes' if passed else 'MISSES'} "
+          f"MSE < {MAX_MSE}, usage >= {MIN_USAGE})")  # fmt: skip
     if enforce and not passed:
         raise SystemExit(1)
     return scores
 
 
 def export_distilled(folder: str | Path, seed: int = 0) -> list[Path]:
-    """Write the ``protovar`` arm's IPC 1 and 10 sets of ``seed`` (published models, tuned settings) to ``folder``.
-
-    Each ``distilled_ipc<N>.safetensors`` holds ``images`` (uint8 [10 N, 28, 28]), ``labels`` and ``soft_labels``
-    (the teacher's softmax at T = 4 of the un-augmented images); its metadata holds the student protocol (the
-    evaluation relabels every augmented batch with the teacher, as written there) and the generator settings.
-    """
+    """Write the ``protovar`` arm's IPC 1 and 10 sets of ``seed`` (published models, tuned settings) to ``folder``:
+    ``distilled_ipc<N>.safetensors`` with ``images``, ``labels``, the teacher's ``soft_labels`` at T and, as
+    metadata, the student protocol and the generator settings."""
     import numpy as np
     import torch
     from safetensors.torch import save_file
