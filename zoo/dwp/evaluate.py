@@ -1,13 +1,9 @@
-"""``zoo eval dwp``: DWP against standard training, noise injection (K = 1 and compute-matched K = 4), the
-lambda = 0 ablation and two references without gradient learning (the network untrained; nearest class mean as one
-linear layer), on Fashion-MNIST; every trained arm from a validation-tuned recipe (``zoo/dwp/tuning.json``).
+"""``zoo eval dwp``: DWP against standard training, noise injection (K = 1 and 4), the lambda = 0 ablation and two
+references without gradient learning (the network untrained; nearest class mean), on Fashion-MNIST.
 
-Metrics on the first ``eval_images`` test images: ``acc_sigma_<s>`` (additive max-scaled mismatch
-``w + s * max|W_l| * eps``) and ``acc_mult_sigma_<s>`` (multiplicative ``w * (1 + s * eps)``), mean over ``draws``
-draws (one draw is one chip for every image); ``acc_drift_<t>``, the simulated PCM chip (``zoo.quant.cim``) ``t``
-after programming, mean over 3 programmings, and ``drift_range``; energy per inference at matched precision
-(:mod:`zoo.dwp.energy`): ``energy_cim_uJ``, ``energy_digital_int8_uJ``, ``energy_digital_fp32_uJ`` and
-``energy_adc_breakeven_pJ``.
+Metrics on the first ``eval_images`` test images: ``acc_sigma_<s>`` (additive max-scaled mismatch) and
+``acc_mult_sigma_<s>`` (multiplicative), mean over ``draws`` draws; ``acc_drift_<t>`` and ``drift_range`` on the
+simulated PCM chip; energy per inference at matched precision (:mod:`zoo.dwp.energy`).
 """
 
 from __future__ import annotations
@@ -15,11 +11,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import statistics
-from pathlib import Path
 
 import torch
 
 from zoo._errors import ZooError
+from zoo.dwp.tune import TUNING_FILE
 from zoo.eval import Arm, Claim, Protocol, Setting, Step, Tuning, beats
 from zoo.quant.cim import CIMConfig, PCMNoise, drift, program
 
@@ -27,33 +23,31 @@ KINDS = {"additive": "acc_sigma", "multiplicative": "acc_mult_sigma"}
 DRIFT_TIMES = {"1s": 1.0, "1h": 3600.0, "1d": 86400.0, "1mo": 30 * 86400.0, "1y": 365 * 86400.0}
 PROGRAMMINGS = 3
 SEVERE_LOSS = 0.30  # the spec's severe level: the first sigma at which standard training lost 30 points
-TUNING_FILE = Path(__file__).with_name("tuning.json")
-TUNED = json.loads(TUNING_FILE.read_text()) if TUNING_FILE.is_file() else {"trials": []}  # python -m zoo.dwp.tune
+TUNED = json.loads(TUNING_FILE.read_text())  # written by python -m zoo.dwp.tune
 PALETTE = ("tab:red", "tab:gray", "tab:green", "tab:olive", "tab:orange", "tab:blue", "black")  # of PROTOCOL.arms
 
 
 def _tuning() -> dict[str, Tuning]:
     """The validation-split tuning record of every trained arm, from ``zoo/dwp/tuning.json``."""
-    selection, protocol = TUNED.get("selection", {}), TUNED.get("protocol", {})
+    selection, protocol = TUNED["selection"], TUNED["protocol"]
     where = (
-        f"trained on {protocol.get('train_limit')} training images for {protocol.get('epochs')} epoch(s), seed "
-        f"{protocol.get('seed')}, scored on the 2,000 validation images (additive levels {protocol.get('levels')}, "
-        f"{protocol.get('draws')} draws); severe level for selection: {selection.get('severe')}"
+        f"trained on {protocol['train_limit']} training images for {protocol['epochs']} epoch(s), seed "
+        f"{protocol['seed']}, scored on the 2,000 validation images (additive levels {protocol['levels']}, "
+        f"{protocol['draws']} draws); severe level for selection: {selection['severe']}"
     )
     records = {}
     for arm in ("dwp", "standard", "noise_injection", "noise_injection_k4"):
         trials = [t for t in TUNED["trials"] if t["arm"] == arm]
         keys = dict.fromkeys(key for trial in trials for key in trial["config"])  # first-seen order, as tried
         grid = {key: list(dict.fromkeys(t["config"][key] for t in trials if key in t["config"])) for key in keys}
-        chosen = selection.get("chosen", {}).get(arm)
-        records[arm] = Tuning("validation", grid, len(trials), f"chosen {chosen}; {where}")
+        records[arm] = Tuning("validation", grid, len(trials), f"chosen {selection['chosen'][arm]}; {where}")
     records["dwp_no_diversity"] = Tuning("none", {}, 0, "DWP's chosen configuration with lam = 0 (the ablation)")
     return records
 
 
 def k4_overrides(run=None) -> list[str]:
     """noise_injection_k4's validation choice (``tuning.json["selection"]``) on top of noise_injection's recipe."""
-    chosen = TUNED["selection"]["chosen"]["noise_injection_k4"]  # written by `python -m zoo.dwp.tune`
+    chosen = TUNED["selection"]["chosen"]["noise_injection_k4"]
     return [f"--model.init_args.{key}={value}" for key, value in chosen.items()]
 
 
@@ -131,8 +125,7 @@ def score(arm: str, module, run) -> dict[str, float]:
 
 
 def severe_level(result: dict, prefix: str) -> tuple[float, bool]:
-    """``(sigma, True)`` for the first sigma of a sweep at which standard training lost 30 points (the spec's
-    severe level); ``(the largest level, False)`` when it never did."""
+    """``(the first sigma at which standard training lost 30 points, True)``, else ``(the largest level, False)``."""
     _, levels = _sweep_keys(result["settings"])
     standard = result["arms"]["standard"]
     lost = [s for s in levels[1:] if standard[f"{prefix}_0"] - standard[f"{prefix}_{s:g}"] >= SEVERE_LOSS]
@@ -148,7 +141,8 @@ def claims(result: dict) -> list[Claim]:
     def at_least(claim_id: str, text: str, value: float, threshold: float, versus: str | None = None) -> Claim:
         return Claim.at_least(claim_id, text, value, threshold, versus=versus, arm="dwp")
 
-    def retext(claim: Claim, text: str) -> Claim:
+    def beats_at(severe: str, other: str, margin: float, text: str) -> Claim:
+        claim = beats(result, severe, "dwp", other, margin=margin)
         return dataclasses.replace(claim, text=f"{text}; {claim.text}")
 
     text = "DWP's clean accuracy at most 2 points below standard training's"
@@ -159,15 +153,13 @@ def claims(result: dict) -> list[Claim]:
         where = f"the first level at which standard training lost 30 points ({severe})"
         if not lost:
             where = f"{severe}: standard training never lost 30 points, so the largest level"
-        claim = beats(result, severe, "dwp", "standard", margin=0.15)
-        found.append(retext(claim, f"DWP at least 15 points above standard at {where}"))
+        found.append(beats_at(severe, "standard", 0.15, f"DWP at least 15 points above standard at {where}"))
         gaps = {o: {s: dwp[f"{prefix}_{s:g}"] - arms[o][f"{prefix}_{s:g}"] for s in levels} for o in arms}
         for other in ("noise_injection_k4", "dwp_no_diversity"):
             worst = min(gaps[other], key=gaps[other].get)
             text = f"DWP at least {other}'s mean accuracy at every level of {prefix} (value: least gap, at {worst:g})"
             found.append(at_least(f"dwp_at_least_{other}_every_{prefix}", text, gaps[other][worst], 0.0, other))
-            claim = beats(result, severe, "dwp", other, margin=0.02)
-            found.append(retext(claim, f"DWP at least 2 points above {other} at {where}"))
+            found.append(beats_at(severe, other, 0.02, f"DWP at least 2 points above {other} at {where}"))
         text = f"DWP at most 3 points below noise injection (K = 1) at every level of {prefix} (the spec; smallest gap)"
         least = min(gaps["noise_injection"].values())
         found.append(at_least(f"dwp_within_3_of_noise_injection_{prefix}", text, least, -0.03, "noise_injection"))
@@ -204,8 +196,7 @@ def _errorbars(ax, result, keys, xs, **labels) -> None:
 
 
 def plot(result: dict, axes) -> None:
-    """Accuracy against both mismatch kinds, the clean-versus-robust trade-off (test, and every validation
-    trial of ``tuning.json`` by sigma_train), and accuracy against time on the simulated chip."""
+    """Accuracy against both mismatch kinds, the clean-versus-robust trade-off (test; validation trials), chip drift."""
     prefixes, levels = _sweep_keys(result["settings"])
     names = {"acc_sigma": "additive max-scaled", "acc_mult_sigma": "multiplicative"}
     for ax, prefix in zip(axes[:2], prefixes, strict=False):
@@ -215,18 +206,17 @@ def plot(result: dict, axes) -> None:
     ax, prefix = axes[2], prefixes[0]
     markers = "ov^sDP*"
     for arm, values in result["arms"].items():
+        clean, colour = values[f"{prefix}_0"], _colour(arm)
         for i, s in enumerate(levels[1:]):
-            ax.scatter(
-                values[f"{prefix}_0"], values[f"{prefix}_{s:g}"], color=_colour(arm), marker=markers[i % 7], s=14,
-                label=arm if i == 0 else None,
-            )  # fmt: skip
+            robust = values[f"{prefix}_{s:g}"]
+            ax.scatter(clean, robust, color=colour, marker=markers[i % 7], s=14, label=None if i else arm)
     ax.plot([0, 1], [0, 1], color="0.8", linewidth=0.5)
     ax.set(xlabel="clean test accuracy", ylabel=f"test accuracy under {names[prefix]} mismatch")
     ax.set_title("markers: " + ", ".join(f"{markers[i]}={s:g}" for i, s in enumerate(levels[1:])), fontsize=6)
     ax.legend(fontsize=5)
     # every validation trial: clean against the tuning's severe level, annotated with sigma_train
     ax = axes[3]
-    severe = TUNED.get("selection", {}).get("severe", "acc_sigma_0.3")
+    severe = TUNED["selection"]["severe"]
     for arm in ("standard", "noise_injection", "noise_injection_k4", "dwp"):
         trials = [t for t in TUNED["trials"] if t["arm"] == arm]
         xs, ys = [t["val"]["acc_sigma_0"] for t in trials], [t["val"][severe] for t in trials]

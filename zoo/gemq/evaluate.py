@@ -1,15 +1,9 @@
 """``zoo eval gemq.wiki_fp``: GEMQ against per-layer and uniform allocation and round-to-nearest, at three budgets.
 
-One seed is one calibration subset (``calib_sequences`` x 128 train tokens) of the one published fp model
-``gemq.wiki_fp``, which every seed quantizes (never retrained: the spec's protocol). At each of the three ``budgets``
-(bits per routed expert, widths {1, 2, 3}, group 128), by budget slot ``hi``/``mid``/``lo`` (``--set budgets``
-changes the budgets, not the arms): ``reference_rtn_<slot>`` (round-to-nearest, uniform allocation),
-``uniform_<slot>`` (GPTQ, importance-blind allocation), ``per_layer_<slot>`` (GPTQ, each layer's own program on
-layer-local errors, c2c3), ``gemq_<slot>`` (GPTQ, GEMQ's global ILP on gradient-weighted errors, c2c3) and
-``gemq_router_ft_<slot>``, the whole method: the recipe ``recipes/gemq/wiki_<budget>bit.yaml`` (GEMQ plus router
-fine-tuning), published for seed 0 (``gemq.wiki_2p5bit`` ...), fitted with ``calib_seed`` = the seed otherwise. The
-method arm is ``gemq_router_ft_hi``. The claims, the figure and the quantizers are shared with the split-v2
-evaluation (:mod:`zoo.gemq.evaluate_v2`).
+Every seed quantizes the one published fp model ``gemq.wiki_fp`` with its own calibration subset. The arms, by
+budget slot ``hi``/``mid``/``lo`` of ``budgets``: ``reference_rtn``, ``uniform``, ``per_layer``, ``gemq`` (quantized
+here) and the method ``gemq_router_ft`` (the recipe ``recipes/gemq/wiki_<budget>bit.yaml``, published for seed 0).
+The claims, the figure and the quantizers are shared with :mod:`zoo.gemq.evaluate_v2`.
 """
 
 from __future__ import annotations
@@ -19,7 +13,7 @@ import functools
 
 from zoo._errors import ZooError
 from zoo._paths import cache_dir
-from zoo.eval import Arm, Claim, Protocol, Setting, Tuning, beats
+from zoo.eval import Arm, Claim, Protocol, Setting, Tuning, beats, per_seed_values
 from zoo.quant.moe.allocation import uniform_allocation
 from zoo.quant.moe.api import expert_fp16_nbytes, expert_nbytes, expert_widths, quantize_
 from zoo.quant.moe.importance import expert_importance
@@ -37,17 +31,6 @@ SOLVERS = {"gemq": "ilp", "per_layer": "layer", "uniform": "uniform", "reference
 _QUANTIZER = "GPTQ group 128, damp 0.01, block 128, widths {1, 2, 3}"
 
 
-def one_thread(measure):
-    """``measure`` on one intra-op thread: this small model is overhead-bound (two threads ran 10-16x slower)."""
-
-    @functools.wraps(measure)
-    def measured(*args):
-        with torch_threads(1):
-            return measure(*args)
-
-    return measured
-
-
 def held_out_windows(module, corpus: str):
     """``(corpus, held-out 128-token windows)`` of :mod:`zoo.gemq.data`'s ``corpus`` (``"wiki_corpus"``: v1,
     ``"wiki_splits"``: v2) for a checkpoint, whose tokenizer must be the one rebuilt from the corpus."""
@@ -59,14 +42,10 @@ def held_out_windows(module, corpus: str):
     return data, corpora.chunk(data.test, SEQ_LEN)
 
 
-def scorer(corpus: str):
-    """``score_pretrained(module, limit=None)``: held-out perplexity and accuracy on the first ``limit`` windows."""
-
-    def score_pretrained(module, limit: int | None = None) -> dict[str, float]:
-        metrics, _ = lm_metrics(module.model, held_out_windows(module, corpus)[1][:limit])
-        return {"ppl": metrics["ppl"], "accuracy": metrics["accuracy"]}
-
-    return score_pretrained
+def score_pretrained(corpus: str, module, limit: int | None = None) -> dict[str, float]:
+    """Held-out perplexity and accuracy of a checkpoint on the first ``limit`` windows of ``corpus``."""
+    metrics, _ = lm_metrics(module.model, held_out_windows(module, corpus)[1][:limit])
+    return {"ppl": metrics["ppl"], "accuracy": metrics["accuracy"]}
 
 
 def quantized(fp, kind: str, budget: float, calibration, importance, damp: float = 0.01):
@@ -94,9 +73,8 @@ def _budgets(settings: dict) -> list[float]:
 
 
 def seed_data(run, slices) -> dict:
-    """This seed's data, computed once: ``slices()`` (the fp model ``fp`` and the token windows ``test``,
-    ``calibration`` and, in v2, ``validation`` and ``ood``), the fp model's routes on every scored split and the
-    expert importance (``importance()``, computed on first use)."""
+    """This seed's data, computed once: ``slices()`` (``fp`` and the token windows), the fp model's routes on every
+    scored split and the expert importance (``importance()``, computed on first use)."""
 
     def compute() -> dict:
         data = slices()
@@ -134,10 +112,10 @@ def _data(run) -> dict:
 
 def fp16_arm(data) -> Arm:
     """The unquantized model (the ceiling; its routing mismatch is 0 by construction) of ``data(run)``."""
-    return Arm("fp16", measure=one_thread(lambda run: score(data(run)["fp"], data(run), expert_fp16_nbytes)))
+    return Arm("fp16", measure=torch_threads(1)(lambda run: score(data(run)["fp"], data(run), expert_fp16_nbytes)))
 
 
-@one_thread
+@torch_threads(1)  # this small model is overhead-bound: two threads ran 10-16x slower
 def measure_quantized(kind: str, slot: str, run) -> dict[str, float]:
     """An arm quantized here from a copy of the fp16 model."""
     budget = _budgets(run.settings)[SLOTS.index(slot)]
@@ -148,7 +126,7 @@ def measure_quantized(kind: str, slot: str, run) -> dict[str, float]:
     return score(model, data)
 
 
-@one_thread
+@torch_threads(1)
 def measure_router_ft(slot: str, run) -> dict[str, float]:
     """The method at one budget: the published checkpoint (or ``--weights``) at seed 0 with the default budgets and
     settings, else a fit of its recipe with this seed's calibration subset (and the budget, when ``--set``)."""
@@ -183,27 +161,24 @@ WORDS = {
 
 def claims(result: dict) -> list[Claim]:
     """The acceptance at every budget (v1 and v2): ordering on the mean and on >= 80% of the seeds, router tuning's
-    recovered gap and mismatch, the method against round-to-nearest, packed bytes: claims of the paper at every
-    budget (the method at the lower budgets is declared a method variant)."""
-    arms, per_seed, method = result["arms"], result["per_seed"], result["settings"]["method"]
+    recovered gap and mismatch, the method against round-to-nearest, packed bytes."""
+    arms, method = result["arms"], result["settings"]["method"]
     ppl_word, seeds_word, tuning, gap_word, first = WORDS["v1" if "budgets" in result["settings"] else "v2"]
     found = []
     for i, (budget, at) in enumerate(grid(result)):
         rtn, uniform, layer, gemq, tuned = (kind + at for kind in KINDS)
-        role = {"kind": "paper", "arm": tuned}
-        seeds = list(per_seed[gemq])
-        ppl = [[per_seed[arm][s]["ppl"] for s in seeds] for arm in (gemq, layer, uniform)]
-        share = sum(g <= p <= u for g, p, u in zip(*ppl, strict=True)) / len(seeds)
+        g, p, u = (per_seed_values(result, arm, "ppl") for arm in (gemq, layer, uniform))
+        share = sum(g[seed] <= p[seed] <= u[seed] for seed in g) / len(g)
         on_mean = arms[gemq]["ppl"] <= arms[layer]["ppl"] <= arms[uniform]["ppl"]
         text = (f"at {budget:g} bits, {ppl_word} gemq <= per_layer <= uniform on the seed mean "
                 f"({'yes' if on_mean else 'no'}) and on >= 80% of the seeds ({seeds_word})")  # fmt: skip
-        found.append(Claim(f"ordering{at}", text, round(share, 6), 0.8, bool(on_mean and share >= 0.8), **role))
+        found.append(Claim(f"ordering{at}", text, round(share, 6), 0.8, bool(on_mean and share >= 0.8), arm=tuned))
         gap = arms[gemq]["ppl"] - arms["fp16"]["ppl"]
         recovered = (arms[gemq]["ppl"] - arms[tuned]["ppl"]) / gap if gap > 0 else 0.0
         text = f"at {budget:g} bits, router {tuning} recovers >= 20% of the gemq-vs-fp16 {gap_word}{first * (i == 0)}"
-        found.append(Claim.at_least(f"router_ft_recovers_gap{at}", text, recovered, 0.2, **role))
-        found.append(beats(result, "routing_mismatch", tuned, gemq, higher_is_better=False, kind=role["kind"]))
-        found.append(beats(result, "ppl", tuned, rtn, 0.01, higher_is_better=False, relative=True, kind=role["kind"]))
+        found.append(Claim.at_least(f"router_ft_recovers_gap{at}", text, recovered, 0.2, arm=tuned))
+        found.append(beats(result, "routing_mismatch", tuned, gemq, higher_is_better=False))
+        found.append(beats(result, "ppl", tuned, rtn, 0.01, higher_is_better=False, relative=True))
     budget, at = grid(result)[0]
     ratio = arms[method]["expert_bytes"] / arms["fp16"]["expert_bytes"]
     text = f"packed experts at {budget:g} bits are <= 20% of the fp16 expert bytes"
@@ -228,9 +203,8 @@ def plot(result: dict, axes) -> None:
 
 
 def _arms(kind: str) -> tuple[Arm, ...]:
-    if kind == "gemq_router_ft":
-        return tuple(Arm(f"{kind}_{slot}", measure=functools.partial(measure_router_ft, slot)) for slot in SLOTS)
-    return tuple(Arm(f"{kind}_{slot}", measure=functools.partial(measure_quantized, kind, slot)) for slot in SLOTS)
+    measure = measure_router_ft if kind == "gemq_router_ft" else functools.partial(measure_quantized, kind)
+    return tuple(Arm(f"{kind}_{slot}", measure=functools.partial(measure, slot)) for slot in SLOTS)
 
 
 _FIXED = {  # every quantized arm uses the spec's settings: no arm was tuned
@@ -270,7 +244,7 @@ PROTOCOL = Protocol(
     },
     claims=claims,
     plot=plot,
-    score_pretrained=scorer("wiki_corpus"),
+    score_pretrained=functools.partial(score_pretrained, "wiki_corpus"),
     seeds=(0, 1, 2, 3, 4),
     seed_args=("seed_everything", "data.init_args.calib_seed"),
     headline=("ppl", "routing_mismatch"),

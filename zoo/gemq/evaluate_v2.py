@@ -1,13 +1,9 @@
 """``zoo eval gemq`` (split v2): a regularised fp base per architecture, validation-tuned arms, router alignment.
 
 Two protocols with the same arms, settings and claims: ``MIXTRAL`` (``gemq.wiki2_mixtral_fp``, the default
-``gemq``) and ``QWEN2MOE`` (``gemq.wiki2_qwen2moe_fp``: shared expert kept in full precision). Nothing is trained
-from a recipe: every arm is derived from the published fp base, and a seed is a calibration subset of
-``calib_sequences`` windows of the calibration slice (:func:`zoo.gemq.data.wiki_splits`). At each budget B:
-``reference_rtn@B`` (nothing tuned), ``uniform@B``, ``per_layer@B`` and ``gemq@B`` (the quantizers of
-:mod:`zoo.gemq.evaluate`, GPTQ dampening chosen from ``damps`` on validation NLL), ``gemq_router_ft@B`` (``gemq@B``'s
-model in the same pass, plus the router alignment of :mod:`zoo.gemq.alignment`: routing KL to the fp model, lr from
-``router_lrs``, steps by early stopping on validation) and ``fp16``. Scores: test and Lee windows.
+``gemq``) and ``QWEN2MOE`` (``gemq.wiki2_qwen2moe_fp``). Every arm is derived from the published fp base with the
+quantizers of :mod:`zoo.gemq.evaluate`; ``gemq_router_ft@B`` aligns ``gemq@B``'s model in the same pass
+(:mod:`zoo.gemq.alignment`). A seed is a calibration subset; scores are on the test and Lee windows.
 """
 
 from __future__ import annotations
@@ -23,19 +19,31 @@ from zoo.gemq.evaluate import (
     claims,
     fp16_arm,
     held_out_windows,
-    one_thread,
     plot,
     quantized,
     record_widths,
     score,
-    scorer,
+    score_pretrained,
     seed_data,
 )
+from zoo.quant.moe.quantizers import torch_threads
 
 # 3 trials each, the GPTQ arms' budget for their dampening (card.md says why these learning rates)
 ROUTER_LRS = [1e-4, 3e-4, 1e-3]
 DAMPS = [0.01, 0.03, 0.1]
 ROUTER_MAX_STEPS = 200  # 5 epochs of 40 steps over 640 calibration sequences
+SETTINGS = {
+    "calib_sequences": Setting(640, "calibration sequences (128 tokens, calibration slice) per seed", minimum=1),
+    "eval_sequences": Setting(538, "test windows of 128 tokens scored (538: all)", minimum=1),
+    "ood_sequences": Setting(256, "Lee (out-of-domain) windows of 128 tokens scored (835: all)", minimum=1),
+    "val_sequences": Setting(64, "validation windows: GPTQ dampening, router lr and early stopping", minimum=1),
+    "damps": Setting(list(DAMPS), "GPTQ dampening grid of every GPTQ arm (chosen on validation)"),
+    "router_lrs": Setting(list(ROUTER_LRS), "router alignment learning-rate grid (chosen on validation)"),
+    "router_criterion": Setting(
+        "route_kl", "router early-stopping criterion on validation", choices=("nll", "route_kl")
+    ),
+    "router_max_steps": Setting(ROUTER_MAX_STEPS, "most router alignment steps (early stopping decides)", minimum=0),
+}
 
 
 def arm_name(kind: str, budget: float) -> str:
@@ -78,7 +86,7 @@ def tuned(kind: str, budget: float, run) -> tuple:
     return model, {"damp": damp, "val_nll": nll}
 
 
-@one_thread
+@torch_threads(1)
 def measure_quantized(kind: str, budget: float, run) -> dict[str, float]:
     """``reference_rtn@B``, ``uniform@B`` or ``per_layer@B``: quantized (and tuned) here, scored on test and Lee."""
     model, chosen = tuned(kind, budget, run)
@@ -87,7 +95,7 @@ def measure_quantized(kind: str, budget: float, run) -> dict[str, float]:
     return {**score(model, _data(run)), **chosen}
 
 
-@one_thread
+@torch_threads(1)
 def measure_gemq(budget: float, run) -> dict[str, dict[str, float]]:
     """``gemq@B`` and ``gemq_router_ft@B`` in one pass: the router alignment starts from ``gemq@B``'s tuned model."""
     from zoo.gemq.alignment import RouterFTConfig, select_router_ft
@@ -142,22 +150,7 @@ def _protocol(arch: str) -> Protocol:
         ablations=(*lower, *(arm_name("gemq", b) for b in BUDGETS), fp16_arm(_data)),
         method_variants=tuple(lower),
         references=_arms("reference_rtn"),
-        settings={
-            "calib_sequences": Setting(
-                640, "calibration sequences (128 tokens, calibration slice) per seed", minimum=1
-            ),
-            "eval_sequences": Setting(538, "test windows of 128 tokens scored (538: all)", minimum=1),
-            "ood_sequences": Setting(256, "Lee (out-of-domain) windows of 128 tokens scored (835: all)", minimum=1),
-            "val_sequences": Setting(64, "validation windows: GPTQ dampening, router lr and early stopping", minimum=1),
-            "damps": Setting(list(DAMPS), "GPTQ dampening grid of every GPTQ arm (chosen on validation)"),
-            "router_lrs": Setting(list(ROUTER_LRS), "router alignment learning-rate grid (chosen on validation)"),
-            "router_criterion": Setting(
-                "route_kl", "router early-stopping criterion on validation", choices=("nll", "route_kl")
-            ),
-            "router_max_steps": Setting(
-                ROUTER_MAX_STEPS, "most router alignment steps (early stopping decides)", minimum=0
-            ),
-        },
+        settings=SETTINGS,
         tuning={
             **{arm_name(kind, b): TUNING[kind] for kind in KINDS for b in BUDGETS},
             "fp16": Tuning("validation", {}, 1, fp_note),
@@ -168,7 +161,7 @@ def _protocol(arch: str) -> Protocol:
         ),
         claims=claims,
         plot=plot,
-        score_pretrained=scorer("wiki_splits"),
+        score_pretrained=functools.partial(score_pretrained, "wiki_splits"),
         seeds=(0, 1, 2, 3, 4),
         headline=("ppl", "routing_mismatch"),
         lower_is_better=("ppl", "ood_ppl", "routing_mismatch", "ood_routing_mismatch", "expert_bytes"),

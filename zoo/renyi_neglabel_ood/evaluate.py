@@ -1,15 +1,9 @@
 """``zoo eval renyi_neglabel_ood``: Renyi vs NegLabel, KL-energy and MCM, tier 1 (synthetic) and tier 2 (real images).
 
-Every arm is a score setting, so one shared pass per seed measures them all. Tier 1 (every seed): a synthetic
-world drawn from the seed (:mod:`.synthetic`), clean and with 10% near-ID outlier negatives, every method tuned
-on a separate validation world (seed 1000). Tier 2 (``tier2_seeds``): the seed draws the WordNet vocabulary (then
-NegLabel mining) and the contamination; every method is tuned on validation images (2,000 held-out Fashion-MNIST
-training images vs skimage colour-photo crops), then scored once on Fashion-MNIST test vs MNIST, textures,
-Crafter, Atari and the near-OOD split (ID classes 0-4 vs 5-9, with a bank mined against those five).
-``tier2_auroc_mean`` and ``tier2_fpr95_mean`` average the five sets, ``tier2_auroc_far`` the four far ones;
-``tier2_auroc_contam10``: the same with 10% of the bank replaced by WordNet hyponyms of the ID classes. For the
-published seed the method's tier 2 numbers come from the published entry (its bridge, bank and settings), which
-the recipe fits with the same pipeline.
+Every arm is a score setting, so one shared pass per seed measures them all: tier 1 (a synthetic world per seed)
+on every seed, tier 2 (Fashion-MNIST against five OOD sets) on ``tier2_seeds``, every method tuned on validation
+data. ``tier2_auroc_mean`` and ``tier2_fpr95_mean`` average the five sets, ``tier2_auroc_far`` the four far ones;
+``tier2_auroc_contam10`` is the mean AUROC with 10% of the bank replaced by WordNet hyponyms of the ID classes.
 """
 
 from __future__ import annotations
@@ -42,9 +36,6 @@ def _configs(tuned: dict[str, ScoreConfig]) -> dict[str, ScoreConfig]:
     return {**tuned, **{arm: replace(tuned["renyi"], **switch) for arm, switch in ABLATIONS.items()}}
 
 
-# -------------------------------------------------------------------------------------------------- tier 1
-
-
 def _world_sims(draw: dict) -> tuple:
     """Similarities ``(s_id, s_neg)`` of a drawn world's ID images and of its OOD images."""
     return tuple(similarities(draw[key], draw["id_labels"], draw["neg_labels"]) for key in ("id_images", "ood_images"))
@@ -64,9 +55,6 @@ def tier1_metrics(settings, seed: int) -> dict[str, dict[str, float]]:
         for arm, config in configs.items():
             out[arm][f"tier1_auroc_{tag}"] = evaluate_config(config, id_sims, {"ood": ood_sims})["ood"]["auroc"]
     return out
-
-
-# -------------------------------------------------------------------------------------------------- tier 2
 
 
 class Detector:
@@ -105,16 +93,13 @@ def tier2_metrics(settings, seed: int, published=None) -> tuple[dict[str, dict[s
     contam = float(settings["contamination"])
     banks = {"clean": (bank10, bank5)}
     banks["contam10"] = tuple(hyponym_contamination(text, bank, seed, contam) for bank in (bank10, bank5))
-    # tuning: validation images only, with the clean 10-class bank
-    det = Detector(*bridge, id10, bank10)
-    val = (det.sims(images["fmnist_val"]), det.sims(images["photos_val"]))
-    tuned, val_auroc = {}, {}
-    for method in TUNED_ARMS:
-        tuned[method], val_auroc[method], _ = tune_config(method, *val)
-    configs = _configs(tuned)
-    extras = {"tier2_tuned": {arm: asdict(c) for arm, c in configs.items()}, "tier2_val_auroc": val_auroc}
-    extras["tier2_bank_size"] = len(bank10)
     detectors = {tag: (Detector(*bridge, id10, b10), Detector(*bridge, id5, b5)) for tag, (b10, b5) in banks.items()}
+    # tuning: validation images only, with the clean 10-class bank
+    val = tuple(detectors["clean"][0].sims(images[name]) for name in ("fmnist_val", "photos_val"))
+    trials = {method: tune_config(method, *val) for method in TUNED_ARMS}
+    configs = _configs({method: trial[0] for method, trial in trials.items()})
+    extras = {"tier2_tuned": {arm: asdict(c) for arm, c in configs.items()}}
+    extras.update(tier2_val_auroc={method: trial[1] for method, trial in trials.items()}, tier2_bank_size=len(bank10))
     method_detectors = dict(detectors)
     if published is not None:  # the published entry's bridge, bank and settings score the method
         pub = Detector(
@@ -147,9 +132,6 @@ def tier2_metrics(settings, seed: int, published=None) -> tuple[dict[str, dict[s
     return out, extras
 
 
-# ------------------------------------------------------------------------------------------------ the harness
-
-
 def measure(run) -> dict[str, dict[str, float]]:
     """Every arm of one seed: tier 1, and tier 2 on ``tier2_seeds`` (the method's published detector at seed 0)."""
     metrics = tier1_metrics(run.settings, run.seed)
@@ -164,25 +146,8 @@ def measure(run) -> dict[str, dict[str, float]]:
     return metrics
 
 
-#: The method against NegLabel, per tier: (id, text, metric, contaminated metric or None, threshold). The value is
-#: renyi - neglabel on the metric, or with a contaminated metric NegLabel's drop - Renyi's drop.
-VERSUS_NEGLABEL = {
-    "tier1": (
-        ("tier1_renyi_vs_neglabel_clean", "tier 1: renyi's clean AUROC >= neglabel's - 0.002", "tier1_auroc_clean",
-         None, -0.002),
-        ("tier1_contamination_gap", "tier 1: under 10% near-ID outlier negatives NegLabel's AUROC drops >= 0.01 more "
-         "than renyi's", "tier1_auroc_clean", "tier1_auroc_contam10", 0.01),
-    ),
-    "tier2": (
-        ("tier2_renyi_vs_neglabel", "tier 2: renyi's mean AUROC over the five test sets >= neglabel's - 0.005",
-         "tier2_auroc_mean", None, -0.005),
-        ("tier2_contamination_gap", "tier 2: with 10% near-ID WordNet hyponyms in the bank NegLabel's mean AUROC "
-         "drops >= 0.005 more than renyi's", "tier2_auroc_mean", "tier2_auroc_contam10", 0.005),
-    ),
-}  # fmt: skip
-
-
-def _versus_neglabel(result, id: str, text: str, metric: str, contaminated: str | None, threshold: float) -> Claim:
+def _vs_neglabel(result, id: str, text: str, threshold: float, metric: str, contaminated: str | None = None) -> Claim:
+    """The method against NegLabel: renyi - neglabel on ``metric``; with ``contaminated``, NegLabel's drop - Renyi's."""
     renyi, neglabel = result["arms"]["renyi"], result["arms"]["neglabel"]
     if contaminated is None:
         value, how = renyi[metric] - neglabel[metric], "renyi - neglabel"
@@ -200,12 +165,21 @@ def _gate(result, id: str, text: str, arm: str, metric: str, threshold: float) -
 
 def claims(result: dict) -> list[Claim]:
     arms = result["arms"]
-    out = [_versus_neglabel(result, *row) for row in VERSUS_NEGLABEL["tier1"]]
+    tier1, tier2 = ("tier1_auroc_clean", "tier1_auroc_contam10"), ("tier2_auroc_mean", "tier2_auroc_contam10")
+    text = "tier 1: renyi's clean AUROC >= neglabel's - 0.002"
+    out = [_vs_neglabel(result, "tier1_renyi_vs_neglabel_clean", text, -0.002, tier1[0])]
+    text = "tier 1: under 10% near-ID outlier negatives NegLabel's AUROC drops >= 0.01 more than renyi's"
+    out.append(_vs_neglabel(result, "tier1_contamination_gap", text, 0.01, *tier1))
     text = "NegLabel's clean tier 1 AUROC <= 0.99"
     out.append(_gate(result, "tier1_headroom_neglabel", text, "neglabel", "tier1_auroc_clean", 0.99))
     if "tier2_auroc_mean" not in arms["renyi"]:
         return [*out, beats(result, "tier1_auroc_clean", "renyi", "mcm")]
-    out += [_versus_neglabel(result, *row) for row in VERSUS_NEGLABEL["tier2"]]
+    text = "tier 2: renyi's mean AUROC over the five test sets >= neglabel's - 0.005"
+    out.append(_vs_neglabel(result, "tier2_renyi_vs_neglabel", text, -0.005, tier2[0]))
+    text = (
+        "tier 2: with 10% near-ID WordNet hyponyms in the bank NegLabel's mean AUROC drops >= 0.005 more than renyi's"
+    )
+    out.append(_vs_neglabel(result, "tier2_contamination_gap", text, 0.005, *tier2))
     text = "validity: the stand-in VLM is a zero-shot classifier (10-class Fashion-MNIST accuracy >= 0.30)"
     out.append(
         Claim.at_least("validity_zero_shot", text, arms["mcm"]["tier2_zeroshot_acc"], 0.30, kind="validity", arm="mcm")

@@ -1,18 +1,9 @@
 """``zoo eval resettable_sketch``: the space-bounded robust sketch, its baselines and an exact reference.
 
-Per seed ``s`` every arm sees the same streams (stream seed ``s``) with its own randomness seeded by ``s``: the
-adaptive attacks ``hide`` (resets the fresh keys that moved the published estimate; a non-robust estimate
-collapses towards 0) and ``inflate`` (resets those that did not; it grows to ``1 / rate`` times the truth), both
-through the one-key path with an output read after every update; ``words`` (Inc(word, 1) for the ~508k tokens of
-gensim's Wikipedia test data with unlearning resets) and 100k oblivious ``churn`` updates through the batch path,
-a probe after every 4,096-update chunk; a 1M-update churn pass for the throughput ``updates_per_s``.
-
-Metrics per stream ``S``: ``rel_err_final_S`` (``|F_hat - F| / max_{t'<=T} F_{t'}`` at the end),
-``frac_probes_within_0.15_after_warmup_S`` (probes with that error at most 0.15, from the first time the true count
-reaches ``f_min``), ``max_stored_keys_S`` and ``updates_per_s_S`` (wall time, estimate reads included). Every arm
-is a sketch factory (``Arm(measure=...)``, timed: its throughput is wall-clock); the robust arms' ``k``, rate and
-``f_min`` come from :func:`~zoo.resettable_sketch.calibration.calibrate` at ``alpha``. ``alpha`` and the baselines'
-``hash_rate`` and ``theta_lg_k`` are read from ``tuning.json`` (validation seeds, :mod:`zoo.resettable_sketch.tune`).
+Per seed every arm (a sketch factory, timed) runs the same streams: the adaptive attacks ``hide`` and ``inflate``,
+the Wikipedia ``words`` stream, oblivious ``churn`` and a 1M-update throughput pass. Per stream ``S``:
+``rel_err_final_S``, ``frac_probes_within_0.15_after_warmup_S``, ``max_stored_keys_S`` and ``updates_per_s_S``.
+``alpha``, ``hash_rate`` and ``theta_lg_k`` come from ``tuning.json`` (:mod:`zoo.resettable_sketch.tune`).
 """
 
 from __future__ import annotations
@@ -38,8 +29,6 @@ HASH_RATE = TUNED["baselines"]["hash_threshold"]["chosen"]
 CHUNK = 4096
 THROUGHPUT_CHUNK = 65_536
 WITHIN = 0.15
-UNBOUNDED_CAPACITY = 1 << 18
-UNBOUNDED_HORIZON = (1 << 15) - 1
 STREAMS = ("hide", "inflate", "words")
 FRAC = f"frac_probes_within_{WITHIN}_after_warmup"
 ALPHA = TUNED["chosen_alpha"]
@@ -51,7 +40,7 @@ def arm_factories(settings: dict | None = None) -> dict[str, tuple[str, Callable
     settings = settings or PROTOCOL.resolve()
     rate, eps, hash_rate, cal = settings["rate"], settings["eps"], settings["hash_rate"], _calibration(settings)
     bounded = dict(rate=cal.rate, k=cal.k, capacity=table_capacity(cal.k), horizon=cal.horizon)
-    unbounded = dict(rate=rate, capacity=UNBOUNDED_CAPACITY, horizon=UNBOUNDED_HORIZON)
+    unbounded = dict(rate=rate, capacity=1 << 18, horizon=(1 << 15) - 1)
     return {
         "robust": ("card", lambda s: RobustSketch("card", eps=eps, seed=s, **bounded)),
         "hash_threshold": ("card", lambda s: HashThresholdSketch("card", hash_rate, seed=s)),
@@ -89,15 +78,15 @@ def attack(sketch, mode: str, probes: int, f_min: float) -> tuple[dict[str, floa
     return scores, result
 
 
-def run_stream(sketch, stat: str, stream, name: str, f_min: float, chunk: int = CHUNK) -> dict[str, float]:
+def run_stream(sketch, stat: str, stream, name: str, f_min: float) -> dict[str, float]:
     """Feed a stream through the batch path in chunks, reading the estimate (a probe) after every chunk."""
     ops, keys, deltas = stream
     truth = ExactSketch(stat).update_batch(ops, keys, deltas, trajectory=True)
     card = ExactSketch("card").update_batch(ops, keys, deltas, trajectory=True) if stat != "card" else truth
     peak = np.maximum.accumulate(np.maximum(truth, 1.0))
     ends, estimates, stored, seconds = [], [], 0, 0.0
-    for start in range(0, len(ops), chunk):
-        stop = min(start + chunk, len(ops))
+    for start in range(0, len(ops), CHUNK):
+        stop = min(start + CHUNK, len(ops))
         began = time.perf_counter()
         sketch.update_batch(ops[start:stop], keys[start:stop], deltas[start:stop])
         estimates.append(sketch.estimate())
@@ -141,8 +130,7 @@ def measure(arm: str, run) -> dict[str, float]:
         run.extras.setdefault(f"attack_trace_{mode}", {})[arm] = {key: v.tolist() for key, v in trace.items()}
     scores.update(run_stream(factory(seed), stat, streams["words"], "words", f_min))
     churn = run_stream(factory(seed), stat, streams["churn"], "churn", f_min)
-    scores["rel_err_final_churn"] = churn["rel_err_final_churn"]
-    scores["max_stored_keys_churn"] = churn["max_stored_keys_churn"]
+    scores.update({key: churn[key] for key in ("rel_err_final_churn", "max_stored_keys_churn")})
     scores["max_stored_keys"] = max(scores[f"max_stored_keys_{s}"] for s in (*STREAMS, "churn"))
     scores["updates_per_s"] = throughput(factory, streams["long"])
     if isinstance(factory(seed), RobustSketch):
@@ -172,8 +160,7 @@ def claims(result: dict) -> list[Claim]:
         for arm in ("hash_threshold", "datasketches_theta"):
             worst = min(run[f"rel_err_final_{mode}"] for run in per_seed[arm].values())
             text = f"{arm}: the {mode} attack ends with error above 0.5 on every seed"
-            out.append(Claim(f"{arm}_{mode}_broken", text, round(worst, 6), 0.5, bool(worst > 0.5), None, "headroom",
-                             arm))  # fmt: skip
+            out.append(Claim(f"{arm}_{mode}_broken", text, round(worst, 6), 0.5, worst > 0.5, kind="headroom", arm=arm))
         out.append(beats(result, f"rel_err_final_{mode}", "robust", "hash_threshold", 0.5, higher_is_better=False))
     text = "robust: error at the end of the word stream <= 0.1 (mean over seeds)"
     out.append(Claim.at_most("robust_words_error", text, arms["robust"]["rel_err_final_words"], 0.1, **robust))
@@ -192,8 +179,7 @@ def claims(result: dict) -> list[Claim]:
 
 
 def score_pretrained(module, limit: int | None = None) -> dict[str, float]:
-    """A fresh :class:`~zoo.resettable_sketch.module.ResettableSketchModule`'s error at the end of the seed-0 churn
-    stream (its first ``limit`` updates): no pretrained weights, the registry's configuration from scratch."""
+    """A fresh sketch module's error at the end of the seed-0 churn stream (its first ``limit`` updates)."""
     defaults = PROTOCOL.resolve()
     stream = tuple(part[:limit] for part in churn_stream(defaults["churn_length"], seed=0))
     score = run_stream(module.sketch(), module.hparams.stat, stream, "churn", defaults["f_min"])
