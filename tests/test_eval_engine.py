@@ -192,6 +192,11 @@ def test_a_card_whose_weights_changed_is_stale_and_names_the_card(tiny_card, mon
 
 
 def test_reproduce_lists_its_steps_with_the_last_times(tiny_card, capsys):
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    described = " ".join(capsys.readouterr().out.split())
+    for step in ("fit:<entry>", "pin:<entry>", "eval (zoo eval NAME --verify --card", "readme", "--dry-run"):
+        assert step in described, step
     assert main(["reproduce", "tinytest", "--dry-run"]) == 0
     printed = capsys.readouterr().out
     assert "fit:tinytest.blobs" in printed and "1.0 min (the published export's wall time)" in printed

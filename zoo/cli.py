@@ -310,7 +310,15 @@ def build_parser() -> argparse.ArgumentParser:
     eval_arguments(p)
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("reproduce", help="fit, tune, evaluate and render a paper's cards as resumable steps")
+    p = sub.add_parser(
+        "reproduce",
+        help="fit, tune, evaluate and render a paper's cards as resumable steps",
+        description="The steps, in order: the paper's preparation steps (data builds, tuning its recipes read); "
+        "fit:<entry> (zoo fit of each published entry's recipe at the published seed) and pin:<entry> (zoo pin "
+        "--from its export --force --write); the paper's tuning steps; eval (zoo eval NAME --verify --card "
+        "--workers N: every piece measured, resumable through ZOO_EVAL_CACHE); readme (tools/readme_table.py). "
+        "Finished steps are recorded in runs/reproduce/<paper>.json; --dry-run prints the plan with last times.",
+    )
     reproduce_arguments(p)
     p.set_defaults(func=cmd_reproduce)
 
