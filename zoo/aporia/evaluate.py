@@ -1,14 +1,7 @@
 """``zoo eval aporia``: APORIA-LP against tuned baselines and label-free references on SOCRATES-mini.
 
-Protocol seed s evaluates dataset seed s (``dataset_seed = -1``; 0, 1, 2 are the published artifacts, built by
-``python -m zoo.aporia.build``; another is sampled from the published generators and cached in
-``zoo._paths.cache_dir("aporia")``; ``--retrain``: from generators trained with that seed). The ten classifier arms
-are one shared pass per seed over the same pairs, answer-grouped folds, class-balanced label draws and test points;
-each tuned arm (five values each) is chosen per seed and fold on validation points inside that fold's training part
-(the choices are in ``extras``), the ablations use aporia_lp's lambda. F1 (hallucinated = positive) is the mean over
-pairs of each pair's cross-validated F1, with a 95% bootstrap interval over (model, prompt) pairs. The ``gen_*``
-arms (listed as ablations) are the generators behind the data: the dataset's statistics and the published
-generators' greedy accuracy.
+Protocol seed s evaluates dataset seed s. The ten classifier arms are one shared pass per seed, scored by F1
+(hallucinated = positive) per (model, prompt) pair; the ``gen_*`` arms are the generators behind the data.
 """
 
 from __future__ import annotations
@@ -34,7 +27,6 @@ GRIDS = {
     "self_consistency": (0.8, 0.9, 0.95, 0.975, 0.99),  # cosine threshold
     "semantic_entropy": (0.2, 0.4, 0.6, 0.8, 1.0),  # cluster share (relative to the largest) below which H
 }
-LABEL_FREE = ("reference_majority_vote",)  # references of the headroom gate: no labels at all
 _CHOSEN = "per seed and fold: best mean validation F1 over pairs inside that fold's training part (extras[seed].tuned)"
 
 
@@ -126,27 +118,27 @@ def generator_stats(arm: str, run) -> dict[str, float]:
 def claims(result: dict) -> list[Claim]:
     arms, labels = result["arms"], result["settings"]["labels"]
     key, lp = f"f1_at_{labels}_labels", result["arms"]["aporia_lp"]
-    best = max((b for b in BASELINES if b in arms), key=lambda b: arms[b][key])
-    free = max((r for r in LABEL_FREE if r in arms), key=lambda r: arms[r][key])
+    baselines = [b for b in BASELINES if b in arms]
+    best = max(baselines, key=lambda b: arms[b][key])
+    free = "reference_majority_vote"  # the label-free reference of the headroom gate
     low, high = arms[best][f"{key}_ci_low"], arms[best][f"{key}_ci_high"]
     gap, separate = lp[key] - arms[best][key], lp[f"{key}_ci_low"] > high
-    mine = {"kind": "paper", "arm": "aporia_lp"}
     return [beats(result, key, "aporia_lp", reference, margin=0.02) for reference in REFERENCES] + [
         Claim.gate("headroom_label_free", f"headroom gate: the best label-free reference ({free}) scores at most "
                    f"0.80 F1 with {labels} labels", _best_per_seed(result, (free,), key), 0.80, at_most=True, arm=free),
         Claim.gate("headroom_tuned_baseline", f"headroom gate: the best tuned baseline ({best}) scores below 0.95 F1 "
-                   f"with {labels} labels", _best_per_seed(result, [b for b in BASELINES if b in arms], key),
+                   f"with {labels} labels", _best_per_seed(result, baselines, key),
                    0.95 - 1e-9, at_most=True, arm=best),
         Claim("aporia_lp_ahead_of_best_baseline", f"APORIA-LP >= 0.02 F1 above the best tuned baseline ({best}) with "
               f"{labels} labels, 95% bootstrap intervals over pairs not overlapping ({lp[f'{key}_ci_low']:.3f}-"
               f"{lp[f'{key}_ci_high']:.3f} vs {low:.3f}-{high:.3f})", round(gap, 6), 0.02,
-              bool(gap >= 0.02 and separate), best, **mine),
+              bool(gap >= 0.02 and separate), best, arm="aporia_lp"),
         Claim.at_least("f1_at_labels", f"APORIA-LP mean F1 with {labels} labels per pair >= 0.90", lp[key], 0.90,
-                       **mine),
+                       arm="aporia_lp"),
         Claim.at_most("tightness_p_value", "genuine answers tighter than hallucinated ones: permutation p < 0.01",
-                      lp["tightness_p_value"], 0.01, **mine),
+                      lp["tightness_p_value"], 0.01, arm="aporia_lp"),
         Claim.at_least("tightness_frac_pairs", "genuine answers tighter in >= 70% of pairs",
-                       lp["tightness_frac_pairs"], 0.70, **mine),
+                       lp["tightness_frac_pairs"], 0.70, arm="aporia_lp"),
     ]  # fmt: skip
 
 
@@ -223,13 +215,12 @@ PROTOCOL = Protocol(
     score_pretrained=score_pretrained,
     headline=("f1_at_40_labels",),
     panels=2,
-    steps=(  # fmt: skip
+    steps=(
         Step(
             "build",
             ("python", "-m", "zoo.aporia.build"),
-            "sample, label and embed SOCRATES-mini (dataset seeds 0 1 "
-            "2) from the published generators into the detector's card folder",
-            stage="prepare",
+            "sample, label and embed SOCRATES-mini (dataset seeds 0 1 2) from the published generators into the "
+            "detector's card folder",
         ),
-    ),  # fmt: skip
+    ),
 )

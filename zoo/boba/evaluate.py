@@ -1,18 +1,7 @@
 """``zoo eval boba``: BOBA-UCB against full-library greedy BO, random screening, the ablations and variants.
 
-Every arm is one screening campaign per seed on the cap-14 amide library with the **test** O1 oracle and the same
-oracle budget (1% random initial design + 6 rounds of 0.35%; see :mod:`zoo.boba.module` items 10-11 for the budget
-and the tuning on the validation oracle by :mod:`zoo.boba.tune`). The method ``boba_ucb`` is the entry (seed 0 is
-the published campaign); every other arm trains the boba recipe with its overrides: the baseline ``full_greedy``
-(MolPAL-style full-library inference, its tuned values from ``tuning.json``), the ablations ``boba_random_arm``,
-``boba_greedy_arm`` (c = 0) and ``boba_ucb_random_partition``, the variants ``boba_ts`` and ``boba_ucb_kmeans``,
-and the reference ``random`` screening.
-
-Metrics per arm and seed: ``recall_top1pct`` (fraction of the exact top 1% of the test oracle that the campaign
-labelled), ``surrogate_inferences`` and ``oracle_calls`` (counted by the campaign), ``inference_fraction``
-(inferences over what full-library inference would cost in the same rounds), ``surrogate_spearman`` (the final
-surrogate's Spearman correlation with the oracle on 2,000 held-out unlabelled molecules) and ``campaign_s``
-(wall-clock, so every arm is timed: measured alone). Extras: each arm's recall after every round, every seed.
+Every arm is one screening campaign per seed on the cap-14 amide library with the test oracle and the same oracle
+budget: its recall of the exact top 1%, its surrogate inferences and its surrogate's Spearman on held-out molecules.
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
 """``zoo eval lavid``: LaViD against CE, KD, MaKD (class-level) and text-embedding regression, with ablations.
 
-Per seed (16 few-shot seeds; the spurious set on the first ``spurious_seeds`` of them), every arm trains its
-students with the plain loop (:mod:`zoo.lavid.runs`) and scores them:
-
-* ``acc_5shot`` / ``acc_10shot``: test accuracy (all 10,000 test images) of a student trained on 5 / 10
-  Fashion-MNIST images per class drawn with the seed;
-* ``worst_group_acc`` / ``avg_acc_spurious``: on the brick/grass composite set (training 95% correlated, test
-  4 balanced groups of 500), the lowest group accuracy and the mean accuracy.
-
-Arms: ``lavid`` (method); baselines ``makd`` (class-level answers, BCE) and ``text_emb`` (MiniLM class-name
-embeddings, MSE); ablations ``shuffled`` (S rows deranged: content) and ``lavid_hard`` (one-hot answers: soft
-answers); references ``ce`` (no signature) and ``kd`` (a CNN teacher trained on the full data). Every arm's
-settings were chosen on the 1,000 validation images by ``python -m zoo.lavid.tune`` with the same number of
-trials (``tuning.json``); shuffled and lavid_hard reuse lavid's. Each piece records the seconds its students took
-(``<arm>_compute_s``), which the compute budget claim sums.
+Per seed, every arm trains its students with the plain loop (:mod:`zoo.lavid.runs`) and scores their few-shot test
+accuracy and, on the first ``spurious_seeds`` seeds, their worst-group and average accuracy on the composite set.
 """
 
 from __future__ import annotations
@@ -26,7 +14,6 @@ from zoo.eval import Arm, Claim, Protocol, Setting, Step, Tuning, beats, paired_
 from zoo.lavid.runs import TUNING_FILE
 
 ARMS_ORDER = ("lavid", "ce", "kd", "makd", "text_emb", "shuffled", "lavid_hard")
-SPURIOUS_METRICS = ("worst_group_acc", "avg_acc_spurious")
 
 
 def _tuning() -> dict[str, Tuning]:
@@ -95,12 +82,8 @@ def measure(arm: str, run) -> dict[str, float]:
 
 
 def _published_scores(arm: str, run, test_limit: int) -> dict[str, float]:
-    """The published checkpoint of ``arm`` (the recipe's Lightning run of seed 0) on the test images.
-
-    The recipe's DataModule draws its data order with :class:`zoo.lavid.data.EpochPermutationSampler`, the plain
-    loop's order, so these numbers should equal the seed-0 student's (``<arm>_seed0_10shot_acc_test2000``); they
-    are scored from the shipped weights so that the card states what those weights do.
-    """
+    """The published checkpoint of ``arm`` (the recipe's Lightning run of seed 0) on the test images: what the
+    shipped weights do (it should equal the seed-0 student's ``<arm>_seed0_10shot_acc_test2000``)."""
     from zoo.lavid.data import fmnist_eval
     from zoo.lavid.student import accuracy
 
@@ -166,10 +149,10 @@ def plot(result: dict, axes) -> None:
     """Mean +- std of every arm on the four headline metrics."""
     import numpy as np
 
-    metrics = [f"acc_{s}shot" for s in result["settings"]["shots"]] + list(SPURIOUS_METRICS)
+    metrics = [f"acc_{s}shot" for s in result["settings"]["shots"]] + ["worst_group_acc", "avg_acc_spurious"]
     arms = [a for a in ARMS_ORDER if a in result["arms"]]
     width = 0.8 / len(arms)
-    ax = axes[0] if hasattr(axes, "__len__") else axes
+    ax = axes[0]
     for i, arm in enumerate(arms):
         values = [result["arms"][arm].get(m, np.nan) for m in metrics]
         errors = [result["arms"][arm].get(m + "_std", 0.0) for m in metrics]
@@ -216,8 +199,8 @@ PROTOCOL = Protocol(
         Step(
             "tune",
             ("python", "-m", "zoo.lavid.tune"),
-            "validation-only tuning of every arm on the few-shot and "
-            "the spurious validation data: writes tuning.json, whose choices the recipes copy and the evaluation reads",
+            "validation-only tuning of every arm on the few-shot and the spurious validation data: writes tuning.json, "
+            "whose choices the recipes copy and the evaluation reads",
         ),
-    ),  # fmt: skip
+    ),
 )

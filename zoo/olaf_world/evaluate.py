@@ -1,13 +1,7 @@
 """``zoo eval olaf_world``: SeqDelta-REPA against the plain beta-VAE LAM on held-out Crafter worlds.
 
-Arms: the method ``lam_align`` and the paper's baseline ``lam_vae`` (lambda = 0; seed 0 is each published
-checkpoint, seeds 1 and 2 train their recipes), one ablation per component of the target (trained from the
-``lam_align`` recipe) and the reference ``random_encoder`` (fresh weights: the probe floor). Metrics on the test
-worlds 30-39 (context A) and 80-89 (context B), never used for training or tuning (:mod:`zoo.olaf_world.metrics`
-defines them): ``probe_acc_cross``, ``probe_acc_within``, ``proto_diag_minus_offdiag``, ``pixel_mse``,
-``transfer_acc``. The inverse-dynamics classifiers of ``transfer_acc`` are trained per context on the true labels
-of the training worlds' transitions (seed 0, the same for every arm and seed); ``extras`` hold both directions of
-the transfer and the classifiers' accuracy on true test frame pairs (``idm_acc_*``, its ceiling).
+Every arm's latent actions on the test worlds of both contexts: cross- and within-context probes, the prototype gap,
+pixel MSE and zero-shot transfer through per-context inverse-dynamics classifiers (:mod:`zoo.olaf_world.metrics`).
 """
 
 from __future__ import annotations
@@ -154,13 +148,8 @@ def plot(result: dict, axes) -> None:
 
 
 def score_pretrained(module, limit: int | None = None, split: str = SPLIT) -> dict[str, float]:
-    """The cross- and within-context probes and the pixel MSE of a loaded checkpoint on the test clips.
-
-    Args:
-        module: A loaded :class:`~zoo.olaf_world.module.OlafLAMModule`.
-        limit: Test worlds per context (default 10, the card's; the probes need at least 2).
-        split: The contexts (the recipes').
-    """
+    """The cross- and within-context probes and the pixel MSE of a loaded checkpoint on the test clips of ``limit``
+    worlds per context (default 10, the card's; the probes need at least 2)."""
     z, pixel_mse, labels = latents(module, clips(split, "test", limit or 10))
     return {**probe_accuracies(z, *labels), "pixel_mse": pixel_mse}
 

@@ -1,21 +1,7 @@
 """``zoo eval prefetch_rag``: predictive prefetching against synchronous, TeleRAG- and PipeRAG-like RAG.
 
-Per seed, one checkpoint (LM + predictor + query head; seed 0 is the published one, other seeds train the recipe,
-7.5-9.7 min each on one thread) drives every arm through the same decoder loop (:mod:`zoo.prefetch_rag.decoder`)
-on the same held-out test questions, so the nine arms are one shared pass per seed; it measures wall-clock latency,
-so the harness runs it alone. The questions: ``n_single`` single-domain and ``n_multi`` multi-domain questions about
-the 30% test countries with the test lead-ins (held out from training; 20% of the questions use short lead-ins,
-reported as ``em_short`` / ``hit_rate_short``). The simulated clock gives ``latency_ms_mean`` and ``ttft_ms_mean``;
-the wall clock (thread pool, injected sleeps at ``wall_scale``) runs the first ``wall_questions`` single-domain
-questions and gives ``wall_latency_ms_mean``. ``predictor_auroc`` scores the predictor's output at every position of
-the synchronous baseline's run on the test questions against its spike labels; ``lead_time_median`` is the median
-over the prefetch arm's spikes of the tokens since the first prefetch issued for that spike (0 when none was).
-``retrieval_wait_ms_mean`` is the part of an arm's latency spent blocked on retrievals; sync_active's share of it
-is the most any prefetcher could save on this task (gate ``headroom_latency``: the 30% latency target needs it to
-be at least 30% on every seed).
-Hyperparameters: ``tuning.json`` (validation only, ``python -m zoo.prefetch_rag.tune``), each arm with its own tuned
-values (:func:`zoo.prefetch_rag.tune.chosen_hyper`; the ablations with prefetch's); theta and ``keep_blocks`` from
-the recipe's stage 2.
+Per seed, one checkpoint drives the nine arms through the same decoder loop on the same held-out test questions (one
+shared pass, timed): simulated and wall-clock latency, TTFT, EM and hit rates, the predictor's AUROC and lead time.
 """
 
 from __future__ import annotations
@@ -60,8 +46,7 @@ def _tunings() -> dict[str, Tuning]:
         )
     }
     for arm, grid in T.GRIDS.items():
-        keys = list(grid[0])
-        values = {k: sorted({g[k] for g in grid}) for k in keys}
+        values = {k: sorted({g[k] for g in grid}) for k in grid[0]}
         best = arms.get(arm, {}).get("best")
         out[arm] = Tuning("validation", values, len(grid), note + rule + str(best) + f"; configs: {grid}")
     for arm in ABLATIONS:
@@ -121,26 +106,26 @@ def _gap_per_seed(result: dict, arm: str, metric: str, other: str, other_metric:
 def claims(result: dict) -> list[Claim]:
     a = result["arms"]
     p = a[METHOD]
-    mine = {"kind": "paper", "arm": METHOD}
     out = [
         Claim.at_least("latency_vs_sync", "prefetch's simulated latency is at least 30% below sync_active's",
                        _relative_drop(a, "latency_ms_mean", METHOD, "sync_active"), LATENCY_TARGET,
-                       versus="sync_active", **mine),
+                       versus="sync_active", arm=METHOD),
         Claim.at_least("em_vs_sync", "prefetch's EM is at most 1 point below sync_active's",
-                       p["em"] - a["sync_active"]["em"], -0.01, versus="sync_active", **mine),
+                       p["em"] - a["sync_active"]["em"], -0.01, versus="sync_active", arm=METHOD),
         Claim.at_least("ttft_vs_single_shot", "prefetch's TTFT is at least 50% below single_shot's",
-                       _relative_drop(a, "ttft_ms_mean", METHOD, "single_shot"), 0.50, versus="single_shot", **mine),
+                       _relative_drop(a, "ttft_ms_mean", METHOD, "single_shot"), 0.50, versus="single_shot",
+                       arm=METHOD),
         Claim.at_least("predictor_auroc", "predictor AUROC on held-out countries >= 0.80",
-                       p.get("predictor_auroc", 0.0), 0.80, **mine),
-        Claim.at_least("lead_time", "median lead time >= 6 tokens", p.get("lead_time_median", 0.0), 6.0, **mine),
+                       p.get("predictor_auroc", 0.0), 0.80, arm=METHOD),
+        Claim.at_least("lead_time", "median lead time >= 6 tokens", p.get("lead_time_median", 0.0), 6.0, arm=METHOD),
         Claim.at_least("monitor_multi_hit_rate",
                        "prefetch_no_monitor's multi-domain hit rate is at least 10 points below prefetch's",
                        p.get("multi_domain_hit_rate", 0.0) - a["prefetch_no_monitor"].get("multi_domain_hit_rate", 0.0),
-                       0.10, versus="prefetch_no_monitor", **mine),
+                       0.10, versus="prefetch_no_monitor", arm=METHOD),
         Claim.at_least("em_multi_vs_telerag", "prefetch's em_multi is not below telerag's",
-                       p["em_multi"] - a["telerag"]["em_multi"], 0.0, versus="telerag", **mine),
+                       p["em_multi"] - a["telerag"]["em_multi"], 0.0, versus="telerag", arm=METHOD),
         Claim.at_least("em_multi_vs_piperag", "prefetch's em_multi is not below piperag's",
-                       p["em_multi"] - a["piperag"]["em_multi"], 0.0, versus="piperag", **mine),
+                       p["em_multi"] - a["piperag"]["em_multi"], 0.0, versus="piperag", arm=METHOD),
         Claim.gate("headroom_em", "headroom: sync_active's EM is at least 20 points above no_retrieval's",
                    _gap_per_seed(result, "sync_active", "em", "no_retrieval"), T.HEADROOM_EM,
                    arm="sync_active", versus="no_retrieval"),
@@ -158,7 +143,7 @@ def claims(result: dict) -> list[Claim]:
     if "wall_latency_ms_mean" in p:
         out.insert(2, Claim.at_least("wall_latency_vs_sync", "prefetch's wall-clock latency is at least 20% below "
                                      "sync_active's", _relative_drop(a, "wall_latency_ms_mean", METHOD, "sync_active"),
-                                     0.20, versus="sync_active", **mine))  # fmt: skip
+                                     0.20, versus="sync_active", arm=METHOD))  # fmt: skip
     return out
 
 
@@ -208,15 +193,15 @@ PROTOCOL = Protocol(
         "wall_latency_ms_mean",
         "wall_ttft_ms_mean",
         "retrieval_wait_ms_mean",
-    ),  # fmt: skip
+    ),
     panels=2,
     steps=(
         Step(
             "tune",
             ("python", "-m", "zoo.prefetch_rag.tune"),
-            "tune telerag, piperag and prefetch on validation "
-            "with the published checkpoint (8 trials each): zoo/prefetch_rag/tuning.json",
+            "tune telerag, piperag and prefetch on validation with the published checkpoint (8 trials each): "
+            "zoo/prefetch_rag/tuning.json",
             stage="tune",
         ),
-    ),  # fmt: skip
+    ),
 )

@@ -1,13 +1,7 @@
 """``zoo eval sae_transition_ood``: the transition detector against its ablations and black-box baselines.
 
-For each seed and each of the three ID settings (stdlib docstrings, country facts, Wikipedia) one per-layer SAE
-stack is trained on the ID train tokens (seed 0 of the docstring setting is the published checkpoint) and shared
-by the four SAE arms, so one pass per seed measures every arm: each scores the ID test texts against the test
-texts of every other test domain (``auroc_<id>_vs_<ood>``); ``auroc_mean`` and ``fpr95_mean`` average the 12
-pairs, ``auroc_near_mean`` the two near pairs (docstrings vs Python reference, Wikipedia vs Lee news).
-Hyperparameters come from ``tuning.json`` (validation only, :mod:`.tune`), the SAE training arguments from the
-recipe. MiniLM features and SAE stacks are cached on disk (:mod:`.features`, :func:`~.detector.cached_stack`,
-shared with the tuning run); the SAE-free baselines are deterministic, so their seeds agree (std 0).
+Per seed and ID setting, the four SAE arms share one SAE stack; every arm scores the ID test texts against each other
+test domain's (``auroc_<id>_vs_<ood>``), averaged into ``auroc_mean``, ``fpr95_mean`` and ``auroc_near_mean``.
 """
 
 from __future__ import annotations
@@ -24,8 +18,6 @@ PUBLISHED_ID = "docstrings"
 ARMS = ("transition", "single_layer", "multi_layer_unigram", "raw_transition", *SAE_FREE_ARMS)
 PAIRS = [(i, o) for i in D.ID_DOMAINS for o in D.TEST_DOMAINS if o != i]
 TEST_GROUPS = [(d, "test") for d in D.TEST_DOMAINS]
-
-
 _TUNED = json.loads(TUNING_FILE.read_text())["settings"] if TUNING_FILE.is_file() else {}
 #: Every arm's hyperparameters chosen on validation, by ID setting and arm (``tuning.json``, :mod:`.tune`).
 CHOSEN = {id_domain: {arm: record[arm]["best"] for arm in GRIDS} for id_domain, record in _TUNED.items()}
@@ -71,14 +63,12 @@ def _sae_arms(run, features, id_domain: str, best: dict) -> dict[str, dict]:
 def _metrics(scores_by_id: dict[str, dict]) -> dict[str, float]:
     from zoo.sae_transition_ood.detector import auroc, fpr_at_95_tpr
 
-    out, aurocs, fprs = {}, [], []
+    out, fprs = {}, []
     for id_domain, ood in PAIRS:
         scores = scores_by_id[id_domain]
-        value = auroc(scores[(id_domain, "test")], scores[(ood, "test")])
-        out[f"auroc_{id_domain}_vs_{ood}"] = value
-        aurocs.append(value)
+        out[f"auroc_{id_domain}_vs_{ood}"] = auroc(scores[(id_domain, "test")], scores[(ood, "test")])
         fprs.append(fpr_at_95_tpr(scores[(id_domain, "test")], scores[(ood, "test")]))
-    out["auroc_mean"] = float(np.mean(aurocs))
+    out["auroc_mean"] = float(np.mean(list(out.values())))
     out["auroc_near_mean"] = float(np.mean([out[f"auroc_{i}_vs_{o}"] for i, o in D.NEAR_PAIRS]))
     out["fpr95_mean"] = float(np.mean(fprs))
     return out

@@ -1,12 +1,7 @@
 """``zoo eval specexit``: SpecExit against target greedy, speculative decoding, a probing exit and exit references.
 
-Every arm decodes the same held-out problems with the same target, greedy, in one timed pass per seed (``Shared``:
-nothing else runs beside it), and differs only in how it stops thinking: ``target_greedy`` (no draft),
-``speculative`` (no exit signal: the ablation), ``probe_exit`` (one extra target pass per delimiter),
-``reference_oracle_exit`` (exits where target greedy's own answer is determined: the ceiling on savings that keep
-the answer) and ``reference_first_check`` (stops at the first ``Check:`` token, label-free). Longer problems' metrics
-carry the prefix ``long_``. Seed 0 is the published draft; other seeds train ``recipes/specexit/arith.yaml`` on the
-published target. The card's Setup (``card.md``) gives the problems, latency protocol and data acceptance.
+Every arm decodes the same held-out problems with the same target, greedy, in one timed pass per seed, and differs
+only in how it stops thinking; longer problems' metrics carry the prefix ``long_``.
 """
 
 from __future__ import annotations
@@ -47,7 +42,6 @@ def generate(module, problem, arm: str, keep: int | None = None):
 
 def decode_arms(module, problems, arms, repeats: int = 3, warmup=()) -> dict[str, dict]:
     """Decode ``problems`` with every arm (interleaved, after a warm-up); the per-arm metrics of one seed."""
-    arms = list(arms)
     timed = [arm for arm in arms if arm != "reference_oracle_exit"]  # a bound on the savings: decoded once
     for problem in warmup:
         for arm in timed:
@@ -91,11 +85,8 @@ def decode_arms(module, problems, arms, repeats: int = 3, warmup=()) -> dict[str
 
 
 def forced_exit_accuracy(module, problems, offsets=(-1, 0, 1, 2, 3)) -> dict[str, float]:
-    """Data acceptance: the target's accuracy (%) when ``</think>`` is forced into clean traces at ``L* + offset``.
-
-    The clean trace of each problem writes all its checks; ``L*+j`` is the delimiter closing the ``j``-th check, and
-    problems with fewer than ``j`` checks do not count at that offset.
-    """
+    """Data acceptance: the target's accuracy (%) when ``</think>`` is forced into clean traces at ``L* + offset``,
+    the delimiter closing the ``offset``-th check (problems with fewer checks do not count at that offset)."""
     tok, out = module.tokenizer, {}
     for offset in offsets:
         hits = []

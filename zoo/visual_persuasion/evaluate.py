@@ -1,17 +1,7 @@
 """``zoo eval visual_persuasion``: optimised vs original head-to-head, revealed preferences, equal judge budgets.
 
-Per seed, every arm runs on the 32 test items against that seed's judges. Metrics per arm:
-
-* ``p_beats_original``: P(optimised chosen over original), 100 stochastic trials per order per item under each
-  of the 3 optimisation judges; ``p_ci_low`` the 2.5% point of a bootstrap clustered by item;
-  ``p_beats_original_heldout`` the same under the held-out 4th head;
-* ``spearman_sensitivity``: Spearman between the GLM coefficients recovered from the arm's logged judge calls and
-  the chooser's true sensitivities (measured on the test items in the way chosen on the validation items by
-  split-half reliability, ``tuning.json["sensitivity"]``); 0 for ``original``, which logs no call;
-* ``judge_calls`` (requested per item), ``judge_calls_unique`` (after the cache), ``ssim_mean``.
-
-Random search gets CVPO's judge calls item by item (same seed), so the two run in one pass. Tuned constants:
-``tuning.json`` (:mod:`zoo.visual_persuasion.tune`).
+Per seed, every arm runs on the test items against that seed's judges: P(optimised chosen over original), recovered
+vs true sensitivities, judge calls and SSIM. Random search gets CVPO's judge calls item by item (one shared pass).
 """
 
 from __future__ import annotations
