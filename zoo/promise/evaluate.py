@@ -247,6 +247,7 @@ PROTOCOL = Protocol(
     ablations=("ddpm_no_reweight", "ddpm_reweight_only"),
     references=tuple(Arm(arm, measure=partial(reference_scores, arm)) for arm in REFERENCES),
     shared=(Shared(DDPM_ARMS, ddpm_arms),),
+    ceilings=("positive_control",),  # the crystal structures themselves: an upper bound, not a competitor
     settings={
         "ensembles": Setting(20, "test ensembles per context and seed", minimum=1),
         "samples": Setting(10, "structures per ensemble", minimum=1),
