@@ -137,10 +137,11 @@ def test_knowledge_base_embeddings_are_cached_in_the_zoos_data_cache(monkeypatch
     import zoo.common.minilm
     from zoo.prefetch_rag.index import kb_embeddings
 
-    calls = []
+    calls, labels = [], []
 
-    def fake_embed(texts, batch_size=64):
+    def fake_embed(texts, batch_size=64, progress=None):
         calls.append(len(texts))
+        labels.append(progress)
         return np.ones((len(texts), 384), dtype=np.float32)
 
     monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
@@ -150,3 +151,5 @@ def test_knowledge_base_embeddings_are_cached_in_the_zoos_data_cache(monkeypatch
     assert np.array_equal(kb_embeddings(["a", "b"]), first) and calls == [2]  # the second call read the file
     kb_embeddings(["a", "c"])
     assert calls == [2, 2]  # other texts: another file
+    kb_embeddings(["d"], verbose=True)
+    assert labels[:2] == [None, None] and "embedding the 1 knowledge-base documents" in labels[2]  # a progress bar

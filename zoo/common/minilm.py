@@ -9,6 +9,7 @@ same weights through ``transformers`` (:func:`model_path`).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -49,21 +50,29 @@ def minilm():
             os.environ["HF_HUB_OFFLINE"] = previous
 
 
-def embed(texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
+def embed(texts: Sequence[str], batch_size: int = 256, progress: str | None = None) -> np.ndarray:
     """Unit-norm MiniLM embeddings ``(len(texts), 384)`` float32; each distinct text is encoded once.
 
     Args:
         texts: Sentences (repeated responses are common, so duplicates are embedded once).
         batch_size: Encoder batch size.
+        progress: Show a progress bar with its time estimate, labelled so (unless ``--quiet``/``ZOO_QUIET``).
     """
+    from zoo.progress import quiet
+
     texts = list(texts)
     if not texts:
         return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
     unique, inverse = np.unique(np.asarray(texts, dtype=object).astype(str), return_inverse=True)
     # sort by length so batches hold similar lengths (less padding), then restore the order
     order = np.argsort([len(t) for t in unique], kind="stable")
+    if progress and not quiet():
+        print(progress, file=sys.stderr, flush=True)
     vectors = minilm().encode(
-        [unique[i] for i in order], batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False
+        [unique[i] for i in order],
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        show_progress_bar=bool(progress) and not quiet(),
     )
     restored = np.empty_like(vectors)
     restored[order] = vectors

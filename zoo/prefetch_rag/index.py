@@ -79,7 +79,8 @@ def kb_embeddings(texts: list[str], verbose: bool = False) -> np.ndarray:
     threads = torch.get_num_threads()
     torch.set_num_threads(2)  # large batches: both cores help (the decoder itself runs on one thread)
     try:
-        vectors = embed(texts, batch_size=64)
+        label = f"prefetch_rag: embedding the {len(texts)} knowledge-base documents once (cached for later runs)"
+        vectors = embed(texts, batch_size=64, progress=label if verbose else None)
     finally:
         torch.set_num_threads(threads)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ from zoo.prefetch_rag.evaluate import GOLDEN, score_pretrained, test_questions
 from zoo.prefetch_rag.index import build_retriever
 
 model = zoo.load("$name", pretrained=True)  # GPT-2 d128/L4 + retrieval predictor + query head + tokenizer
-retriever = build_retriever()  # MiniLM over the fact documents + Wikipedia/Lee distractors (cached after the 1st run)
+retriever = build_retriever()  # MiniLM over the documents: the 1st run embeds them (~5 min, progress bar), then cached
 question = test_questions(1, 0)[0]  # a held-out country, held-out lead-ins
 trace = model.decoder(retriever).answer(question, "prefetch")  # the asynchronous loop on the simulated clock
 print(question.question, "->", list(zip(trace.predicted, trace.gold)))
