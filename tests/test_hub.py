@@ -223,3 +223,18 @@ def test_the_full_card_publish_fails_if_the_double_leaves_request_bodies_unread(
     finally:
         hub.state.read_bodies = True
     _publish_full_card(hub)  # and the connection pool recovers
+
+
+def test_download_copies_verified_files_into_a_mirror_that_zoo_mirror_serves_offline(
+    tiny_entry, hf_cache, hf_offline, tmp_path, monkeypatch, capsys
+):
+    from zoo.cli import main
+
+    target = tmp_path / "my-mirror"
+    assert main(["download", "tinytest.blobs", "--to", str(target)]) == 0  # offline: from the shipped mirror
+    assert "ZOO_MIRROR=" in capsys.readouterr().err
+    copied = target / "tinytest.blobs"
+    assert set(tiny_entry.pretrained_cfg.sha256) <= {p.name for p in copied.iterdir()}
+    monkeypatch.setenv("ZOO_MIRROR", str(target))
+    loaded = zoo.load("tinytest.blobs", pretrained=True)
+    assert loaded.net[0].out_features == 12 and zoo.get_entry("tinytest.blobs").mirror_dir == copied

@@ -12,6 +12,7 @@ import functools
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -21,8 +22,8 @@ from zoo.resettable_sketch.calibration import calibrate, table_capacity
 from zoo.resettable_sketch.robust import RobustSketch
 from zoo.resettable_sketch.sketches import ExactSketch, HashThresholdSketch, ThetaSketch
 from zoo.resettable_sketch.streams import Adversary, churn_stream, word_stream
-from zoo.resettable_sketch.tune import TUNING_FILE
 
+TUNING_FILE = Path(__file__).with_name("tuning.json")
 TUNED = json.loads(TUNING_FILE.read_text())  # written on validation seeds by python -m zoo.resettable_sketch.tune
 THETA_LG_K = TUNED["baselines"]["datasketches_theta"]["chosen"]
 HASH_RATE = TUNED["baselines"]["hash_threshold"]["chosen"]

@@ -19,7 +19,8 @@ import argparse
 import json
 from pathlib import Path
 
-TUNING_FILE = Path(__file__).with_name("tuning.json")
+from zoo.resettable_sketch.evaluate import TUNING_FILE
+
 SEEDS = (100, 101, 102, 103, 104)
 BASELINE_SEEDS = (100, 101)
 
