@@ -45,6 +45,10 @@ def test_card_round_trip(tiny_entry, evaluated):
     assert "zoo fit -c tests/tiny/recipe.yaml" in text and "1.0 min" in text  # wall time from config.json
     assert "zoo eval tinytest.blobs --verify" in text and "### What held" in text and "### Deviations" in text
     assert "| **tiny** | method | 3 |" in text and "| reference_majority | reference | 3 |" in text
+    # the results open with the method against its strongest competitor, measured
+    results = text.split("## Results", 1)[1].lstrip()
+    assert results.startswith("**Strongest comparison** (accuracy, higher is better): `tiny` scores ")
+    assert "for `reference_majority`, the strongest reference" in results.split("\n\n", 1)[0]
     # the claims round trip from JSON to the card, each with its verdict
     for claim in evaluated["claims"]:
         verdict = "pass" if claim["holds"] else "**fail**"

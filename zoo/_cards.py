@@ -184,8 +184,9 @@ def claims_section(metrics: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: The sections of ``zoo/<paper>/card.md``, the human-written part of a paper's cards, in card order.
-CARD_SECTIONS = ("Setup", "Deviations from the paper", "Why")
+#: The sections of ``zoo/<paper>/card.md``, the human-written part of a paper's cards, in card order. ``Lead`` (one
+#: or two plain sentences: the strongest comparison, or that the claim does not reproduce) opens the Results.
+CARD_SECTIONS = ("Lead", "Setup", "Deviations from the paper", "Why")
 
 
 def card_text(paper: str) -> dict[str, str]:
@@ -202,6 +203,29 @@ def card_text(paper: str) -> dict[str, str]:
         elif current is not None:
             sections[current].append(line)
     return {title: "\n".join(lines).strip() for title, lines in sections.items()}
+
+
+def lead_section(entry: ModelEntry, metrics: dict[str, Any]) -> str:
+    """The opening of the Results: card.md's ``Lead`` and the method against the strongest other arm, measured."""
+    from zoo._readme import strongest_other
+
+    settings, arms = metrics.get("settings", {}), metrics.get("arms", {})
+    method, metric = settings.get("method"), entry.pretrained_cfg.headline
+    parts = [card_text(entry.paper).get("Lead", "")]
+    if metric and metric in arms.get(method, {}):
+        better = "lower" if metric in settings.get("lower_is_better", []) else "higher"
+        other = strongest_other(metrics, metric)
+        rival = (
+            f"against {_cell(arms[other[0]], metric)} for `{other[0]}`, the strongest {_role(settings, other[0])} "
+            f"(ablations and ceilings aside)"
+            if other
+            else "(no baseline or reference reports it)"
+        )
+        parts.append(
+            f"**Strongest comparison** ({metric}, {better} is better): `{method}` scores "
+            f"{_cell(arms[method], metric)} {rival}."
+        )
+    return "\n\n".join(part for part in parts if part) + "\n"
 
 
 def notes_section(entry: ModelEntry, metrics: dict[str, Any]) -> str:
@@ -360,6 +384,7 @@ the module has `save_pretrained`, `push_to_hub` and `from_pretrained` where it m
 {_training_section(entry, folder)}
 ## Results
 
+{lead_section(entry, metrics)}
 Measured by `zoo eval {metrics["name"]}` (zoo {metrics["zoo_version"]}{_measured_at(metrics)}), seeds
 {metrics["seeds"]}; this entry is the arm **{arm}**. These numbers are ours, not copied from the paper; every
 piece (arm, seed) is in `pieces.json`.
