@@ -50,7 +50,7 @@ register_paper(
     ),
     task="text-generation",
     datasets=("synthetic-arithmetic-traces",),
-    headline="token_reduction_vs_spec",
+    headline="tokens_mean",
     num_params=2258113,
     input_format=INPUT_FORMAT,
 )

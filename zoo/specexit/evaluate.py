@@ -175,6 +175,7 @@ PROTOCOL = Protocol(
     baselines=("probe_exit",),
     ablations=("speculative",),
     references=REFERENCES,
+    ceilings=("reference_oracle_exit",),  # it exits at the labelled answer-fixing point: an upper bound
     settings={
         "test_problems": Setting(100, "held-out in-distribution problems decoded per seed (the spec: 200)", minimum=1),
         "operands_min": Setting(3, "fewest operands of an in-distribution test problem (training: 2-6)", minimum=2),
