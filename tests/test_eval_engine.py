@@ -201,6 +201,7 @@ def test_reproduce_lists_its_steps_with_the_last_times(tiny_card, capsys):
     printed = capsys.readouterr().out
     assert "fit:tinytest.blobs" in printed and "1.0 min (the published export's wall time)" in printed
     assert printed.index("fit:tinytest.blobs") < printed.index("pin:tinytest.blobs") < printed.index("eval")
+    assert "min (the sum of the card's measured pieces)" in printed  # the measured pieces, each timed
     with pytest.raises(ZooError, match="no step 'nope'"):
         from zoo.eval.reproduce import cmd_reproduce
 

@@ -83,9 +83,10 @@ def last_seconds(ev: Evaluation, step: Step, state: dict[str, Any]) -> tuple[flo
             seconds = None
         return seconds, "the published export's wall time"
     if step.name == "eval":
-        path = ev.entry.mirror_dir / "metrics.json"
-        if path.is_file():
-            return json.loads(path.read_text()).get("timings", {}).get("total_s"), "the card's measured pieces"
+        path = ev.entry.mirror_dir / "pieces.json"
+        pieces = json.loads(path.read_text())["pieces"] if path.is_file() else []
+        if pieces and all(piece.get("seconds") is not None for piece in pieces):  # carried over untimed: no total
+            return sum(piece["seconds"] for piece in pieces), "the sum of the card's measured pieces"
     return None, ""
 
 
