@@ -112,12 +112,15 @@ def claims(result: dict) -> list[Claim]:
                        versus="sync_active", arm=METHOD),
         Claim.at_least("em_vs_sync", "prefetch's EM is at most 1 point below sync_active's",
                        p["em"] - a["sync_active"]["em"], -0.01, versus="sync_active", arm=METHOD),
-        Claim.at_least("ttft_vs_single_shot", "prefetch's TTFT is at least 50% below single_shot's",
-                       _relative_drop(a, "ttft_ms_mean", METHOD, "single_shot"), 0.50, versus="single_shot",
-                       arm=METHOD),
+        # TTFT and lead time do not separate the arms (every active arm has prefetch's TTFT; piperag and the
+        # no-predictor ablation reach the lead time): checks, not evidence for the predictor
+        Claim.at_least("ttft_vs_single_shot", "prefetch's TTFT is at least 50% below single_shot's (every active "
+                       "arm shares it)", _relative_drop(a, "ttft_ms_mean", METHOD, "single_shot"), 0.50,
+                       versus="single_shot", arm=METHOD, kind="validity"),
         Claim.at_least("predictor_auroc", "predictor AUROC on held-out countries >= 0.80",
                        p.get("predictor_auroc", 0.0), 0.80, arm=METHOD),
-        Claim.at_least("lead_time", "median lead time >= 6 tokens", p.get("lead_time_median", 0.0), 6.0, arm=METHOD),
+        Claim.at_least("lead_time", "median lead time >= 6 tokens (the no-predictor ablation reaches it too)",
+                       p.get("lead_time_median", 0.0), 6.0, arm=METHOD, kind="validity"),
         Claim.at_least("monitor_multi_hit_rate",
                        "prefetch_no_monitor's multi-domain hit rate is at least 10 points below prefetch's",
                        p.get("multi_domain_hit_rate", 0.0) - a["prefetch_no_monitor"].get("multi_domain_hit_rate", 0.0),
