@@ -16,13 +16,15 @@ def test_arms_and_roles():
     protocol = evaluate.PROTOCOL
     assert protocol.method == "ddpm_debiased" and protocol.baselines == ("ddpm_biased",)
     assert protocol.ablations == ("ddpm_no_reweight", "ddpm_reweight_only")
-    assert set(protocol.role("references")) == {"positive_control", "negative_control", "anm"}
+    assert set(protocol.role("references")) == {"positive_control", "negative_control", "anm",
+                                                 *evaluate.TRAIN_RESAMPLE}  # fmt: skip
     trials = {arm: protocol.tuning[arm].trials for arm in evaluate.DDPM_ARMS}
     assert set(trials.values()) == {9}  # the same grid for both tuned decoders and their ablations
     assert protocol.seeds == (0, 1, 2)
     # the four DDPM arms are one piece per seed (one checkpoint, one tuning); each reference is its own
     tasks = plan(protocol, protocol.arms, [0])
-    assert [task.arms for task in tasks] == [evaluate.DDPM_ARMS, ("positive_control",), ("negative_control",), ("anm",)]
+    assert [task.arms for task in tasks] == [evaluate.DDPM_ARMS, ("positive_control",), ("negative_control",), ("anm",),
+                                             *((arm,) for arm in evaluate.TRAIN_RESAMPLE)]  # fmt: skip
 
 
 def test_validation_and_test_sampling_seeds_are_disjoint():
@@ -108,6 +110,8 @@ GOOD = {
     "anm": {"multistate_success": 0.0},
     "ddpm_biased": {"multistate_success": 0.2, "context_delta": 0.1},
     "ddpm_debiased": {"multistate_success": 0.9},
+    "reference_train_resample": {"multistate_success": 0.7},
+    "reference_train_resample_reweighted": {"multistate_success": 0.8},
 }
 
 
@@ -118,7 +122,17 @@ def test_claims_hold_and_fail_as_stated():
            "ddpm_debiased": {"multistate_success": 0.6}}  # fmt: skip
     failed = {claim.id for claim in evaluate.claims(_fake(bad)) if not claim.holds}
     assert failed == {"rmsd_open_closed", "biased_success", "biased_context_delta",
-                      "ddpm_debiased_beats_ddpm_biased_multistate_success"}  # fmt: skip
+                      "ddpm_debiased_beats_ddpm_biased_multistate_success",
+                      "ddpm_debiased_beats_reference_train_resample_multistate_success",
+                      "ddpm_debiased_beats_reference_train_resample_reweighted_multistate_success"}  # fmt: skip
+
+
+def test_beating_a_training_resample_needs_more_than_the_seed_spread():
+    # mean gain 0.1 over the reweighted resample, but the per-seed gains (0.3, -0.1, 0.1) spread by 0.2
+    result = _fake(GOOD, {"ddpm_debiased": {0: {"multistate_success": 1.1}, 1: {"multistate_success": 0.7},
+                                            2: {"multistate_success": 0.9}}})  # fmt: skip
+    claim = next(c for c in evaluate.claims(result) if c.versus == "reference_train_resample_reweighted")
+    assert claim.kind == "paper" and claim.value == pytest.approx(0.1) and not claim.holds
 
 
 def test_the_biased_decoders_room_is_a_gate_on_every_seed():
@@ -137,7 +151,70 @@ def test_claim_kinds():
         "negative_control_success": ("validity", "negative_control", None),
         "negative_control_covers_closed": ("validity", "negative_control", None),
         "biased_success": ("headroom", "ddpm_biased", None),
-        "biased_context_delta": ("validity", "ddpm_biased", None),
+        "biased_context_delta": ("validity", "ddpm_biased", None),  # independent tags: blind by construction
         "ddpm_debiased_beats_ddpm_biased_multistate_success": ("paper", "ddpm_debiased", "ddpm_biased"),
+        "ddpm_debiased_beats_reference_train_resample_multistate_success": (
+            "paper",
+            "ddpm_debiased",
+            "reference_train_resample",
+        ),
+        "ddpm_debiased_beats_reference_train_resample_reweighted_multistate_success": (
+            "paper",
+            "ddpm_debiased",
+            "reference_train_resample_reweighted",
+        ),
         "ddpm_debiased_beats_anm_multistate_success": ("validity", "ddpm_debiased", "anm"),  # ANM is 0 by design
     }
+
+
+# ------------------------------------------------------------------ resampling the training items (no learning)
+
+
+def test_raw_train_resample_draws_distinct_items_uniformly():
+    import torch
+
+    states, frequency = torch.tensor([0, 1, 1, 1]), torch.tensor([0.25, 0.75], dtype=torch.float64)
+    generator = torch.Generator().manual_seed(0)
+    picks = evaluate.train_resample_picks(states, frequency, 4, None, generator)
+    assert sorted(picks.tolist()) == [0, 1, 2, 3]  # n = all items: a permutation, no repeat
+    # one item of four: each item 1/4 of the time (hand-computed), 4,000 draws
+    counts = torch.bincount(torch.cat([evaluate.train_resample_picks(states, frequency, 1, None, generator)
+                                       for _ in range(4000)]), minlength=4)  # fmt: skip
+    assert torch.allclose(counts / 4000.0, torch.full((4,), 0.25), atol=0.03)
+
+
+def test_reweighted_train_resample_is_the_inverse_frequency_draw():
+    import torch
+
+    # 1 open item and 4 closed ones, frequencies (0.2, 0.8): weights 5 and 1.25 each, so with the whole pool the
+    # first pick is the open item with probability 5 / (5 + 4 * 1.25) = 0.5 (raw: 1/5)
+    states, frequency = torch.tensor([0, 1, 1, 1, 1]), torch.tensor([0.2, 0.8], dtype=torch.float64)
+    generator = torch.Generator().manual_seed(1)
+    draws = [int(evaluate.train_resample_picks(states, frequency, 1, 5, generator)[0]) for _ in range(4000)]
+    assert sum(d == 0 for d in draws) / 4000 == pytest.approx(0.5, abs=0.03)
+    # n of a pool of n keeps the whole pool
+    assert sorted(evaluate.train_resample_picks(states, frequency, 5, 5, generator).tolist()) == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match="cannot draw"):
+        evaluate.train_resample_picks(states, frequency, 2, 6, generator)  # a pool larger than the items
+    with pytest.raises(ValueError, match="cannot draw"):
+        evaluate.train_resample_picks(states, frequency, 3, 2, generator)  # fewer pool items than kept
+
+
+def test_train_resample_ensembles_come_from_the_contexts_own_items(adk):
+    import torch
+
+    states = torch.as_tensor(adk["states"])
+    # a tiny training set: apo items open and closed, ligand items both closed
+    items = {"frames": states[[0, 1, 1, 1]], "contexts": ["apo", "apo", "ligand", "ligand"],
+             "state_index": torch.tensor([0, 1, 1, 1]), "state_frequency": torch.tensor([0.25, 0.75])}  # fmt: skip
+    settings = evaluate.PROTOCOL.resolve({"ensembles": 3, "samples": 2, "pool_factor": 1})
+    for arm in evaluate.TRAIN_RESAMPLE:
+        ensembles = evaluate.train_resample_ensembles(arm, 0, settings, items)
+        assert all(np.allclose(e, adk["states"][1]) for e in ensembles["ligand"])
+        # both apo items in every ensemble: both states covered, half the apo samples nearest each; every ligand
+        # sample is closed, half the apo ones: context delta 1 - 1/2 (hand-computed)
+        scores = evaluate.score_ensembles(evaluate.target(), ensembles, 2.0)
+        assert scores["multistate_success"] == 1.0 and scores["preference_open"] == 0.5
+        assert scores["context_delta"] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="cannot draw"):  # 3 of the 2 items of a context
+        evaluate.train_resample_ensembles("reference_train_resample", 0, {**settings, "samples": 3}, items)

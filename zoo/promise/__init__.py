@@ -20,8 +20,10 @@ ENTRIES = {
         default=True,
         description="ProMiSE analogue: conditional PCA-space DDPM of adenylate kinase, 85/15 closed/open exposure",
         notes="A conditional DDPM over the top-8 PCA coefficients of AdK's two DIMS transition runs, trained on 85% "
-        "closed-half / 15% open-half frames with an emulated 'ligand' context token. Every DDPM arm of the "
-        "evaluation samples these weights and this PCA encoder; the arms differ only in decoding.",
+        "closed-half / 15% open-half frames with a context token tagged independently of the state (so it does not "
+        "test the paper's context finding). Every DDPM arm of the evaluation samples these weights and this PCA "
+        "encoder; the arms differ only in decoding. Debiased decoding lifts the biased decoder's multi-state "
+        "success but stays below resampling the training items with the same 1/f reweighting (see the card).",
     ),
 }
 

@@ -1,16 +1,18 @@
-"""Validation-only study of a reconstruction choice of ProMiSE's analogue: how training items get context tags.
+"""Validation-only study of two reconstruction choices of ProMiSE's analogue: context tags and training length.
 
 The spec tags only closed-half items ``ligand`` (probability 0.5), so the apo context holds a larger open share
 (26%) than the training set (15%) and classifier-free guidance can push apo samples toward the open state. This
-study retrains the recipe with ``--data.init_args.tagging=independent`` (every item tagged ``ligand`` with
-probability 0.5 whatever its state) and, for each checkpoint, scores every (w, T) of the evaluation's grid on
-the *validation* ensembles (sampling seeds from 1,000,000; the test ensembles are not touched), then applies the
-evaluation's selection rules (:func:`zoo.promise.evaluate.tune`). It prints one JSON record per checkpoint:
+study retrains the recipe with ``--data.init_args.tagging=state`` (the spec) or ``independent`` (every item
+tagged ``ligand`` with probability 0.5 whatever its state; the recipe's choice) plus any further overrides
+(``--extra=--trainer.max_steps=2000``: the spec's training length) and, for each checkpoint, scores every (w, T)
+of the evaluation's grid on the *validation* ensembles (sampling seeds from 1,000,000; the test ensembles are
+not touched), then applies the evaluation's selection rules (:func:`zoo.promise.evaluate.tune`). It prints one
+JSON record per checkpoint:
 
-    flock /tmp/zoo-cpu.lock .venv/bin/python -m zoo.promise.tagging_study --out study.json
+    /work/cpu .venv/bin/python -m zoo.promise.tagging_study --taggings independent --out study.json
 
-Seed 0 of the spec's tagging is the published checkpoint; the other checkpoints are recipe fits (validation
-batches skipped, as in the evaluation).
+Every checkpoint is a recipe fit (validation batches skipped, as in the evaluation); one torch thread unless
+``--threads``.
 """
 
 from __future__ import annotations
@@ -68,10 +70,10 @@ def main() -> None:
     parser.add_argument("--spec-seeds", nargs="+", type=int, default=[0], help="seeds of the spec's tagging")
     parser.add_argument("--val-ensembles", type=int, default=None, help="default: the evaluation's 20")
     parser.add_argument("--extra", nargs="*", default=[], help="further recipe overrides (smoke runs)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (the shared machine's slot is one)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    torch.set_num_threads(2)
-    import zoo
+    torch.set_num_threads(args.threads)
     from zoo.eval.run import fit_recipe
 
     settings = {key: setting.default for key, setting in PROTOCOL.settings.items()}
@@ -81,11 +83,8 @@ def main() -> None:
     for tagging in args.taggings:
         for seed in args.spec_seeds if tagging == "state" else args.seeds:
             start = time.perf_counter()
-            if tagging == "state" and seed == 0 and not args.extra:
-                module = zoo.load("promise.adk", pretrained=True).eval()
-            else:
-                overrides = ["--trainer.limit_val_batches=0", f"--data.init_args.tagging={tagging}", *args.extra]
-                module = fit_recipe(RECIPE, seed, overrides).eval()
+            overrides = ["--trainer.limit_val_batches=0", f"--data.init_args.tagging={tagging}", *args.extra]
+            module = fit_recipe(RECIPE, seed, overrides).eval()
             fitted = time.perf_counter()
             record = {"tagging": tagging, "seed": seed, **validation_table(module, seed, settings)}
             record["fit_s"] = round(fitted - start, 1)
