@@ -83,6 +83,10 @@ class ExactSketch:
     def stored_keys(self) -> int:
         return self.table.size
 
+    def moves(self, keys: np.ndarray) -> np.ndarray:
+        """Whether Inc(key, 1) of each *fresh* key raises the estimate (always; it is then stored)."""
+        return np.ones(len(keys), dtype=bool)
+
     def _f(self, value: int) -> float:
         return float(stat_values(self.stat, np.array([value]), self.q)[0])
 
@@ -172,6 +176,10 @@ class HashThresholdSketch:
     def stored_keys(self) -> int:
         return self.inner.stored_keys()
 
+    def moves(self, keys: np.ndarray) -> np.ndarray:
+        """Whether Inc(key, 1) of each *fresh* key raises the estimate: exactly the sampled keys (then stored)."""
+        return self.sampled(keys)
+
     def update(self, op: int, key: int, delta: int = 1) -> None:
         if self.sampled(np.array([key]))[0]:
             self.inner.update(op, key, delta)
@@ -182,10 +190,16 @@ class HashThresholdSketch:
     def reset(self, key: int) -> None:
         self.update(RESET, key, 0)
 
-    def update_batch(self, ops, keys, deltas=None) -> None:
+    def update_batch(self, ops, keys, deltas=None, trajectory: bool = False) -> np.ndarray | None:
+        """Apply a chunk; with ``trajectory=True`` return the estimate after every update (stream order)."""
         ops, keys, deltas = check_updates(ops, keys, deltas)
         keep = self.sampled(keys)
-        self.inner.update_batch(ops[keep], keys[keep], deltas[keep])
+        start = self.inner.estimate()
+        inner = self.inner.update_batch(ops[keep], keys[keep], deltas[keep], trajectory=trajectory)
+        if not trajectory:
+            return None
+        last = np.cumsum(keep) - 1  # the last sampled update at or before each position
+        return np.where(last >= 0, inner[np.maximum(last, 0)] if len(inner) else start, start) / self.rate
 
 
 # ------------------------------------------------------------------------------------ DataSketches theta
@@ -227,9 +241,15 @@ class ThetaSketch:
         return self.inserted.num_retained + self.removed.num_retained
 
     def update(self, op: int, key: int, delta: int = 1) -> None:
-        (self.inserted if op == INC else self.removed).update(int(key))
-        self._cached = None
-        self._compact.pop(op, None)
+        """One update; the cached estimate is kept when the update left the sketch unchanged (a hash above
+        theta or already retained: then neither the retained count nor theta moves), which is most updates
+        once the sketch samples, so an adversary's per-probe reads stay cheap (same outputs as recomputing)."""
+        sketch = self.inserted if op == INC else self.removed
+        before = (sketch.num_retained, sketch.theta64)
+        sketch.update(int(key))
+        if (sketch.num_retained, sketch.theta64) != before:
+            self._cached = None
+            self._compact.pop(op, None)
 
     def inc(self, key: int, delta: int = 1) -> None:
         self.update(INC, key, delta)

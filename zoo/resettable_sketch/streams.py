@@ -10,7 +10,8 @@ A stream is three int64 arrays ``(ops, keys, deltas)`` in stream order (ops: 0 =
   arrivals: the prefix maximum stays at the peak, which is what the error guarantee is relative to.
 * :func:`word_stream`: Inc(word, 1) for every word of the Wikipedia articles in gensim's test data; after
   each article, every word whose current occurrences all came from that article is reset with
-  probability ``unlearn_prob`` (an unlearning request). Words recur after resets.
+  probability ``unlearn_prob`` (an unlearning request). Words recur after resets. ``repeats`` passes over the
+  text with fresh ids per pass give a longer stream with more distinct active keys.
 * :class:`Adversary`: inserts a fresh key, reads the estimate, and learns from it whether the insertion moved
   the estimate. ``mode="hide"`` resets the keys that moved it: against a sketch whose sampling is a fixed
   function of the key (or whose output is exact) this resets exactly the sampled keys, so the estimate stays
@@ -119,28 +120,34 @@ def article_word_ids() -> tuple[tuple[np.ndarray, ...], int]:
     return tuple(articles), len(vocabulary)
 
 
-def word_stream(seed: int = 0, unlearn_prob: float = 0.5, max_articles: int | None = None):
+def word_stream(seed: int = 0, unlearn_prob: float = 0.5, max_articles: int | None = None, repeats: int = 1):
     """Word-token stream with unlearning resets (see the module docstring).
 
     Args:
         seed: Seed of the unlearning coins.
         unlearn_prob: Probability that an eligible word is reset after its article.
         max_articles: Use only the first articles (None: all of them).
+        repeats: Passes over the articles; pass ``r`` uses fresh ids (``word id + r * vocabulary size``) and its
+            own unlearning coins, so the distinct active keys grow about ``repeats``-fold (pass 0 is the
+            ``repeats=1`` stream).
     """
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
     articles, vocabulary_size = article_word_ids()
     articles = articles[:max_articles]
     rng = np.random.default_rng([seed, 13])
-    values = np.zeros(vocabulary_size, np.int64)
     parts = []
-    for words in articles:
-        counts = np.bincount(words, minlength=vocabulary_size)
-        values += counts
-        present = np.flatnonzero(counts)
-        eligible = present[values[present] == counts[present]]  # all current occurrences are from this article
-        unlearned = eligible[rng.random(len(eligible)) < unlearn_prob]
-        values[unlearned] = 0
-        parts.append((np.zeros(len(words), np.int8), words, np.ones(len(words), np.int64)))
-        parts.append((np.ones(len(unlearned), np.int8), unlearned, np.zeros(len(unlearned), np.int64)))
+    for offset in range(0, repeats * vocabulary_size, vocabulary_size):
+        values = np.zeros(vocabulary_size, np.int64)
+        for words in articles:
+            counts = np.bincount(words, minlength=vocabulary_size)
+            values += counts
+            present = np.flatnonzero(counts)
+            eligible = present[values[present] == counts[present]]  # all current occurrences are from this article
+            unlearned = eligible[rng.random(len(eligible)) < unlearn_prob]
+            values[unlearned] = 0
+            parts.append((np.zeros(len(words), np.int8), words + offset, np.ones(len(words), np.int64)))
+            parts.append((np.ones(len(unlearned), np.int8), unlearned + offset, np.zeros(len(unlearned), np.int64)))
     ops, keys, deltas = (np.concatenate([p[i] for p in parts]) for i in range(3))
     return ops, keys, deltas
 
@@ -211,8 +218,17 @@ class Adversary:
             self.peak = max(self.peak, self.active)
         return reset
 
-    def run(self, sketch, n: int) -> AttackResult:
-        """Play ``n`` probes against ``sketch`` (anything with ``estimate``, ``inc`` and ``reset``)."""
+    def run(self, sketch, n: int, vectorise: bool = True) -> AttackResult:
+        """Play ``n`` probes against ``sketch`` (anything with ``estimate``, ``inc`` and ``reset``).
+
+        With ``vectorise`` (the default), a sketch whose response to a fresh key is a fixed function of the key
+        (it has ``moves(keys)``: sampling by a hash, or exact counting) is attacked in one pass: which probes
+        move the estimate is known in advance, so the whole adaptive stream is built at once and fed through
+        ``update_batch(..., trajectory=True)``. The result and the sketch's final state equal the probe-by-probe
+        loop's (``vectorise=False``), which every other sketch plays.
+        """
+        if vectorise and n > 0 and self.threshold == 0 and hasattr(sketch, "moves"):
+            return self._run_vectorised(sketch, n)
         estimates, truth, resets = np.empty(n), np.empty(n), 0
         count = getattr(sketch, "stored_keys", None)
         stored = np.zeros(n if count else 0, np.int64)
@@ -223,6 +239,29 @@ class Adversary:
             estimates[i], truth[i] = sketch.estimate(), self.active
             if count:
                 stored[i] = count()
+        return AttackResult(estimates, truth, resets, stored, n + resets, time.perf_counter() - started)
+
+    def _run_vectorised(self, sketch, n: int) -> AttackResult:
+        """The attack on a key-determined sketch: a fresh key moves the estimate iff ``sketch.moves`` says so,
+        and then (and only then) the sketch stores it."""
+        started = time.perf_counter()
+        probes = self.next_key + np.arange(n, dtype=np.int64)
+        moved = np.asarray(sketch.moves(probes), dtype=bool)
+        reset = moved if self.mode == "hide" else ~moved
+        sizes = 1 + reset.astype(np.int64)  # an Inc, then a Reset for the probes the mode resets
+        ends = np.cumsum(sizes) - 1  # each probe's last update
+        ops = np.zeros(int(ends[-1]) + 1, np.int8)
+        ops[ends[reset]] = RESET
+        keys = np.repeat(probes, sizes)
+        stored_before = sketch.stored_keys()
+        estimates = sketch.update_batch(ops, keys, (ops == INC).astype(np.int64), trajectory=True)[ends]
+        kept = ~reset
+        truth = (self.active + np.cumsum(kept)).astype(np.float64)
+        stored = stored_before + np.cumsum(moved & kept)
+        self.active = int(truth[-1])
+        self.peak = max(self.peak, int(truth.max()))
+        self.next_key += n
+        resets = int(reset.sum())
         return AttackResult(estimates, truth, resets, stored, n + resets, time.perf_counter() - started)
 
     def state_dict(self) -> dict:
