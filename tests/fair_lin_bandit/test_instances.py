@@ -3,10 +3,19 @@
 import numpy as np
 import pytest
 
-from zoo.fair_lin_bandit.instances import BEST_MEAN, DATASETS, MEAN_FLOOR, build_instance, export_instances
+from zoo.fair_lin_bandit.instances import (
+    BEST_MEAN,
+    DATASETS,
+    DECOY_DATASETS,
+    DECOYS,
+    MEAN_FLOOR,
+    build_instance,
+    decoy_instance,
+    export_instances,
+)
 
 
-@pytest.mark.parametrize("name", DATASETS)
+@pytest.mark.parametrize("name", DATASETS + DECOY_DATASETS)
 def test_instance_follows_the_recipe(name):
     instance = build_instance(name, 0)
     assert instance.arms.shape[0] == 200
@@ -30,3 +39,32 @@ def test_export_round_trip(tmp_path):
     loaded = np.load(tmp_path / "instances.npz")
     assert shapes["phishing_0_arms"] == (200, 10)
     np.testing.assert_allclose(loaded["phishing_0_mu"], build_instance("phishing", 0).mu, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", DATASETS)
+def test_decoy_instance_adds_floor_arms_along_new_directions(name):
+    base, decoy = build_instance(name, 4), build_instance(name + "_decoy", 4)
+    num_arms, dim = base.arms.shape
+    assert decoy.arms.shape == (num_arms, dim + DECOYS) and decoy.name == name + "_decoy"
+    np.testing.assert_array_equal(decoy.theta, np.concatenate([base.theta, np.full(DECOYS, MEAN_FLOOR)]))
+    replaced = np.flatnonzero(np.abs(decoy.arms[:, dim:]).sum(axis=1) > 0)
+    assert len(replaced) == DECOYS
+    # each decoy is a new unit vector (nothing else has that coordinate), its mean exactly the floor
+    np.testing.assert_array_equal(np.abs(decoy.arms[replaced]).sum(axis=1), 1.0)
+    assert sorted(decoy.arms[replaced][:, dim:].argmax(axis=1).tolist()) == list(range(DECOYS))
+    np.testing.assert_array_equal(decoy.arms[replaced][:, :dim], 0.0)
+    np.testing.assert_allclose(decoy.arms @ decoy.theta, decoy.mu, atol=1e-15)  # exactly linear at the decoys too
+    np.testing.assert_array_equal(decoy.mu[replaced], MEAN_FLOOR)
+    # every other arm, the best one among them, keeps its features and mean
+    others = np.setdiff1d(np.arange(num_arms), replaced)
+    np.testing.assert_array_equal(decoy.arms[others, :dim], base.arms[others])
+    np.testing.assert_allclose(decoy.mu[others], base.mu[others], rtol=1e-12)
+    assert int(np.argmax(base.mu)) in others and decoy.best == base.best
+
+
+def test_decoy_count_is_checked():
+    base = build_instance("phishing", 0, num_arms=5)
+    assert decoy_instance(base, decoys=4).arms.shape == (5, 10 + 4)
+    for bad in (0, 5):
+        with pytest.raises(ValueError, match="decoys must be"):
+            decoy_instance(base, decoys=bad)

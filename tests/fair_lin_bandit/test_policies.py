@@ -191,3 +191,66 @@ def test_unknown_phase1_sampler_or_width_is_rejected():
         FairLinBandit(OFUL(100), 100, sampler="john")
     with pytest.raises(ValueError, match="width must be"):
         FairLinBandit(OFUL(100), 100, width="hoeffding")
+
+
+# ------------------------------------------------------------------------ scaled LinNash, Phase 1 off
+
+
+def _easy_instance(seed=0, num_arms=20, dim=3):
+    """A small instance with wide gaps: arms on the positive orthant of the sphere, means from 0.01 to 0.9."""
+    rng = np.random.default_rng(seed)
+    arms = np.abs(rng.standard_normal((num_arms, dim)))
+    arms /= np.linalg.norm(arms, axis=1, keepdims=True)
+    theta = np.array([1.0, 0.05, 0.05])
+    raw = arms @ theta
+    mu = np.maximum(0.9 * raw / raw.max(), 0.01)
+    return arms, mu
+
+
+def test_scaled_linnash_eliminates_arms_where_the_published_constants_do_not():
+    arms, mu = _easy_instance()
+    batch_arms, batch_mu = _batch(arms, mu, copies=2)
+    kept = {}
+    for scale in (1.0, 0.1):
+        policy = linnash(4000, 3, len(arms), np.random.default_rng(0), multiplier=1.0, width_scale=scale)
+        out = simulate(policy, batch_arms, batch_mu, 4000, np.random.default_rng(1))
+        kept[scale] = out["active"]
+        late = out["chosen"][:, -500:]
+        assert policy.active()[np.arange(2)[:, None], late].all()  # never pulls an eliminated arm
+    assert (kept[1.0] == len(arms)).all(), "the published constants eliminate no arm on this instance"
+    assert (kept[0.1] < len(arms)).all(), "the scaled constants eliminate at least one arm"
+    best = int(np.argmax(mu))
+    assert policy.active()[:, best].all()  # and not the best one
+
+
+def test_linnash_width_scale_multiplies_both_constants():
+    part2 = LinNashElimination(20_000, first_length=2 * 5231 / 3, width_scale=0.25)
+    assert float(part2.width(np.array(0.9), 10, 200, 2 * 5231 / 3)) == pytest.approx(0.25 * 1.1884, abs=1e-3)
+    assert float(linnash_part1_width(np.array(0.9), 10, 5231, 20_000, 200, scale=0.25)) == pytest.approx(
+        0.25 * 4.4818, abs=1e-3
+    )
+    policy = linnash(20_000, 10, 200, np.random.default_rng(0), width_scale=0.25)
+    assert policy.linnash_scale == 0.25 and policy.base.width_scale == 0.25
+    with pytest.raises(ValueError, match="width_scale"):
+        LinNashElimination(100, 10.0, width_scale=0.0)
+
+
+def test_c1_zero_is_phase1_off_and_the_base_alone():
+    instance = build_instance("solarflare_decoy", 2)
+    arms, mu = _batch(instance.arms, instance.mu, copies=2)
+    plain = simulate(OFUL(2000), arms, mu, 2000, np.random.default_rng(5))
+    fair = simulate(FairLinBandit(OFUL(2000), 2000, c1=0.0), arms, mu, 2000, np.random.default_rng(5))
+    np.testing.assert_array_equal(plain["chosen"], fair["chosen"])
+    assert phase1_length(20_000, 10, 200, c1=0.0) == 0
+    with pytest.raises(ValueError, match="c1 must be >= 0"):
+        FairLinBandit(OFUL(100), 100, c1=-0.1)
+
+
+def test_simulate_reports_the_arms_left():
+    instance = build_instance("phishing", 3)
+    arms, mu = _batch(instance.arms, instance.mu, copies=2)
+    policy = PhasedElimination(5000)
+    out = simulate(policy, arms, mu, 5000, np.random.default_rng(1))
+    np.testing.assert_array_equal(out["active"], policy.active.sum(axis=1))
+    assert (out["active"] < 200).all()
+    assert (simulate(OFUL(50), arms, mu, 50, np.random.default_rng(1))["active"] == 200).all()

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from zoo.fair_lin_bandit.instances import DATASETS, build_instance
+from zoo.fair_lin_bandit.instances import ALL_DATASETS, DATASETS, build_instance
 
 
 class _Episodes(Dataset):
@@ -30,16 +30,17 @@ class LinearBanditDataModule(pl.LightningDataModule):
     """Linear bandit instances as episode specs for ``validate`` / ``test``.
 
     Args:
-        datasets: Instance names (``shuttle``, ``yeast``, ``phishing``, ``solarflare``, ``synthetic``).
+        datasets: Instance names (``shuttle``, ``yeast``, ``phishing``, ``solarflare``, ``synthetic``, and their
+            ``<name>_decoy`` variants with 3 decoy arms of mean 0.01, the evaluation's instances).
         num_arms: K, arms sampled per seed (the best row always included).
         seeds: Seeds of the arm samples (one episode per dataset and seed); 0-9 test, 100-109 validation.
     """
 
     def __init__(self, datasets: list[str] = list(DATASETS), num_arms: int = 200, seeds: list[int] = [0]):  # noqa: B006
         super().__init__()
-        unknown = [name for name in datasets if name not in DATASETS]
+        unknown = [name for name in datasets if name not in ALL_DATASETS]
         if unknown:
-            raise ValueError(f"unknown dataset(s) {', '.join(unknown)}; expected any of {', '.join(DATASETS)}")
+            raise ValueError(f"unknown dataset(s) {', '.join(unknown)}; expected any of {', '.join(ALL_DATASETS)}")
         if num_arms < 2:
             raise ValueError(f"a bandit needs K >= 2 arms, got num_arms={num_arms}")
         if not datasets or not seeds:

@@ -132,17 +132,21 @@ class LinNashElimination(_Scheduled):
         horizon: T.
         first_length: T' of the first phase (2/3 of Part I's length).
         nu: Sub-Poisson parameter of the rewards (1 for Bernoulli).
+        width_scale: Multiplies the NCB constant 6 (1 as published; the evaluation's ``linnash`` arm tunes it so
+            that LinNash eliminates arms within T).
     """
 
     WIDTH = 6.0
 
-    def __init__(self, horizon: int, first_length: float, nu: float = 1.0):
+    def __init__(self, horizon: int, first_length: float, nu: float = 1.0, width_scale: float = 1.0):
         super().__init__()
-        self.horizon, self.first_length, self.nu = horizon, first_length, nu
+        if width_scale <= 0:
+            raise ValueError(f"width_scale must be > 0, got {width_scale}")
+        self.horizon, self.first_length, self.nu, self.width_scale = horizon, first_length, nu, width_scale
 
     def width(self, values: np.ndarray, dim: int, num_arms: int, length: float) -> np.ndarray:
         log_term = linnash_log(self.horizon, num_arms)
-        return self.WIDTH * np.sqrt(np.maximum(values, 0.0) * self.nu * dim * log_term / length)
+        return self.width_scale * self.WIDTH * np.sqrt(np.maximum(values, 0.0) * self.nu * dim * log_term / length)
 
     def _next_phase(self, b: int) -> np.ndarray:
         _, num_arms, dim = self.arms.shape

@@ -44,14 +44,17 @@ def bernstein_width(norms: np.ndarray, mean_reward: np.ndarray, length: int, num
     return norms * (np.sqrt(2 * log_term * level) + log_term / length * norms)
 
 
-def linnash_part1_width(best: np.ndarray, dim: int, length: int, horizon: int, num_arms: int, nu: float = 1.0):
-    """LinNash's Part I elimination width ``16 sqrt(3 gamma nu d log(T K) / T~)`` with gamma = max estimate.
+def linnash_part1_width(
+    best: np.ndarray, dim: int, length: int, horizon: int, num_arms: int, nu: float = 1.0, scale: float = 1.0
+):
+    """LinNash's Part I elimination width ``16 sqrt(3 gamma nu d log(T K) / T~)`` with gamma = max estimate
+    (``scale`` multiplies the 16; 1 as published).
 
     The form ``x`` kept iff ``<x, theta> >= gamma - 16 sqrt(3 gamma ...)`` is the one in the FairLinBandit
     authors' LinNash baseline (NP-Hardest/FairLinBandit, ``algorithms/linnash.py``), which writes the infinite-arm
     ``d**2.5 log T`` where the finite-arm algorithm has ``d log(T |X|)``.
     """
-    return 16.0 * np.sqrt(3.0 * np.maximum(best, 0.0) * nu * dim * linnash_log(horizon, num_arms) / length)
+    return scale * 16.0 * np.sqrt(3.0 * np.maximum(best, 0.0) * nu * dim * linnash_log(horizon, num_arms) / length)
 
 
 class FairLinBandit:
@@ -77,6 +80,7 @@ class FairLinBandit:
             support arm of the design in round-robin order until it has ``ceil(lambda_x T1 / 3)`` such pulls).
         ridge: lambda of the Phase 1 estimate.
         share_phase1: Feed Phase 1's data to ``base.update``.
+        linnash_scale: Multiplies the 16 of LinNash's Part I rule (``width="linnash"``; 1 as published).
     """
 
     def __init__(
@@ -91,8 +95,12 @@ class FairLinBandit:
         ridge: float = 1.0,
         share_phase1: bool = True,
         sampler: str = "mixture",
+        linnash_scale: float = 1.0,
     ):
         check_p(p)
+        if c1 < 0 or linnash_scale <= 0:
+            raise ValueError(f"c1 must be >= 0 (0: no Phase 1) and linnash_scale > 0, got {c1} and {linnash_scale}")
+        self.linnash_scale = linnash_scale
         if width not in ("bernstein", "linnash"):
             raise ValueError(f"width must be 'bernstein' or 'linnash', got {width!r}")
         if sampler not in ("mixture", "linnash"):
@@ -195,13 +203,20 @@ class FairLinBandit:
             keep = values + spread >= lowest
         else:
             best = np.where(mask, values, -np.inf).max(axis=1)
-            spread = linnash_part1_width(best, dim, self.length, self.horizon, num_arms)
+            spread = linnash_part1_width(best, dim, self.length, self.horizon, num_arms, scale=self.linnash_scale)
             keep = values >= (best - spread)[:, None]
         self.survivors = mask & keep
         if self.share_phase1:
             for x, r in self.history:
                 self.base.update(x, r)
         self.history = []
+
+    def active(self) -> np.ndarray | None:
+        """The arms still active ``(B, K)``: Phase 1's survivors and, after it, the base policy's active set."""
+        if self.survivors is None:
+            return None
+        inner = active_arms(self.base) if self.t > (self.length or 0) else None
+        return self.survivors if inner is None else self.survivors & inner
 
     def update(self, x: np.ndarray, r: np.ndarray) -> None:
         if self.t < (self.length or 0):
@@ -215,13 +230,31 @@ class FairLinBandit:
         self.t += 1
 
 
-def linnash(horizon: int, dim: int, num_arms: int, rng: np.random.Generator, multiplier: float = 3.0):
+def active_arms(policy) -> np.ndarray | None:
+    """The active arms ``(B, K)`` of a policy that eliminates (None for one that keeps every arm, or has not
+    started)."""
+    if isinstance(policy, FairLinBandit):
+        return policy.active()
+    return getattr(policy, "active", None)
+
+
+def linnash(
+    horizon: int,
+    dim: int,
+    num_arms: int,
+    rng: np.random.Generator,
+    multiplier: float = 3.0,
+    width_scale: float = 1.0,
+):
     """LinNash (Sawarni, Pal & Barman 2023): Part I of ``multiplier sqrt(T d log(T K))`` rounds drawn by its
     GenerateArmSequence (a fair coin between a uniform arm and the capped round-robin over the design), least
     squares without ridge and its Part I elimination, then :class:`LinNashElimination`; no data is shared
-    across parts. Sources of every constant: :mod:`zoo.fair_lin_bandit.module`, item 7."""
+    across parts. ``width_scale`` multiplies both elimination constants (16 of Part I, 6 of Part II's NCB).
+    Published: ``multiplier = 3``, ``width_scale = 1``. Sources of every constant:
+    :mod:`zoo.fair_lin_bandit.module`, item 7."""
     length = min(linnash_part1_length(horizon, dim, num_arms, multiplier), horizon)
-    base = LinNashElimination(horizon, first_length=2.0 * length / 3.0)
+    base = LinNashElimination(horizon, first_length=2.0 * length / 3.0, width_scale=width_scale)
     return FairLinBandit(
-        base, horizon, rng=rng, width="linnash", length=length, ridge=0.0, share_phase1=False, sampler="linnash"
-    )
+        base, horizon, rng=rng, width="linnash", length=length, ridge=0.0, share_phase1=False, sampler="linnash",
+        linnash_scale=width_scale,
+    )  # fmt: skip

@@ -16,6 +16,13 @@ and construction are not available):
 Synthetic control: d = 10, K arms uniform on the positive orthant of the unit sphere, theta* uniform there
 too, then steps 3-4 (rescale to max 0.9, floor 0.01).
 
+Decoy variants (``<name>_decoy``, :func:`decoy_instance`; not in the spec, issue 70): the instance of ``<name>``
+with 3 non-best arms replaced by *decoys*, arms along new feature directions whose mean is the floor 0.01.
+Every other arm gets a 0 in the new coordinates and theta* gets the floor there, so the model stays exactly linear
+and every other mean is unchanged. No other arm tells anything about the new directions, so a regret-minimising
+policy (OFUL) must try the decoys, and it does so early (about ``beta^2 / gap^2`` pulls each): rounds whose
+expected reward is 0.01. These are the instances where p-means fairness matters.
+
 River's tables ship inside the wheel (no download): Shuttle, Yeast, Phishing and SolarFlare are read from the
 package's own ``.csv.gz`` / ``.zip`` files.
 """
@@ -28,6 +35,10 @@ from functools import cache
 import numpy as np
 
 DATASETS = ("shuttle", "yeast", "phishing", "solarflare", "synthetic")
+DECOY = "_decoy"
+DECOYS = 3  # decoy arms per instance: with 1, OFUL's p = -5 regret was below 2x its R_1 on some validation seeds
+DECOY_DATASETS = tuple(name + DECOY for name in DATASETS)
+ALL_DATASETS = DATASETS + DECOY_DATASETS
 BEST_MEAN = 0.9
 MEAN_FLOOR = 0.01
 SYNTHETIC_DIM = 10
@@ -149,6 +160,8 @@ def build_instance(name: str, seed: int, num_arms: int = 200) -> Instance:
     """
     if num_arms < 2:
         raise ValueError(f"a bandit needs K >= 2 arms, got K={num_arms}")
+    if name.endswith(DECOY):
+        return decoy_instance(build_instance(name.removesuffix(DECOY), seed, num_arms))
     rng = np.random.default_rng([seed, DATASETS.index(name) if name in DATASETS else 99])
     if name == "synthetic":
         arms = np.abs(rng.standard_normal((num_arms, SYNTHETIC_DIM)))
@@ -165,6 +178,30 @@ def build_instance(name: str, seed: int, num_arms: int = 200) -> Instance:
     chosen = np.concatenate([[best], others])
     chosen = chosen[rng.permutation(num_arms)]  # the best arm sits at a random index
     return Instance(name, seed, rows[chosen].copy(), theta.copy(), mu[chosen].copy())
+
+
+def decoy_instance(instance: Instance, decoys: int = DECOYS) -> Instance:
+    """``instance`` with ``decoys`` non-best arms replaced by decoys: unit arms along new feature directions.
+
+    The arms gain ``decoys`` zero coordinates, theta* gains :data:`MEAN_FLOOR` in each, and the replaced arms
+    (chosen by the instance's seed, never the best) become the new unit vectors, so each decoy's mean is
+    exactly the floor, the model stays linear and every other arm keeps its mean.
+
+    Args:
+        instance: The instance to extend (its name gets the suffix ``_decoy``).
+        decoys: How many arms to replace, 1 <= decoys < K.
+    """
+    num_arms, dim = instance.arms.shape
+    if not 1 <= decoys < num_arms:
+        raise ValueError(f"decoys must be in [1, K - 1] = [1, {num_arms - 1}], got {decoys}")
+    rng = np.random.default_rng([instance.seed, 1000 + decoys])
+    candidates = np.delete(np.arange(num_arms), int(np.argmax(instance.mu)))
+    replaced = rng.choice(candidates, size=decoys, replace=False)
+    arms = np.concatenate([instance.arms, np.zeros((num_arms, decoys))], axis=1)
+    arms[replaced] = 0.0
+    arms[replaced, dim + np.arange(decoys)] = 1.0
+    theta = np.concatenate([instance.theta, np.full(decoys, MEAN_FLOOR)])
+    return Instance(instance.name + DECOY, instance.seed, arms, theta, np.maximum(arms @ theta, MEAN_FLOOR))
 
 
 def check_instance(arms: np.ndarray, theta: np.ndarray | None, mu: np.ndarray, p: float | None = None) -> None:
@@ -201,7 +238,7 @@ def export_instances(path, seeds=range(10), num_arms: int = 200) -> dict[str, tu
         The shape of every array written.
     """
     arrays = {}
-    for name in DATASETS:
+    for name in ALL_DATASETS:
         for seed in seeds:
             instance = build_instance(name, int(seed), num_arms)
             for field in ("arms", "theta", "mu"):

@@ -12,7 +12,7 @@ import numpy as np
 
 from zoo.fair_lin_bandit.batched import UniformPolicy
 from zoo.fair_lin_bandit.elimination import PhasedElimination
-from zoo.fair_lin_bandit.fair import FairLinBandit, linnash
+from zoo.fair_lin_bandit.fair import FairLinBandit, active_arms, linnash
 from zoo.fair_lin_bandit.oful import OFUL
 from zoo.fair_lin_bandit.regret import check_p
 
@@ -28,8 +28,9 @@ def simulate(policy, arms: np.ndarray, mu: np.ndarray, horizon: int, rng: np.ran
         rng: Randomness of the rewards.
 
     Returns:
-        ``{"expected": (B, T), "realised": (B, T), "chosen": (B, T)}``: the conditional expected mean reward
-        ``sum_x P(x_t = x | history) mu_x``, the mean of the arm pulled, and its index.
+        ``{"expected": (B, T), "realised": (B, T), "chosen": (B, T), "active": (B,)}``: the conditional expected
+        mean reward ``sum_x P(x_t = x | history) mu_x``, the mean of the arm pulled, its index, and the number of
+        arms still active after round T (K for a policy that eliminates none).
     """
     batch = arms.shape[0]
     rows = np.arange(batch)
@@ -45,10 +46,12 @@ def simulate(policy, arms: np.ndarray, mu: np.ndarray, horizon: int, rng: np.ran
         realised[:, t] = means
         chosen[:, t] = index
         policy.update(arms[rows, index], (uniforms[:, t] < means).astype(np.float64))
-    return {"expected": expected, "realised": realised, "chosen": chosen}
+    mask = active_arms(policy)
+    active = np.full(batch, arms.shape[1]) if mask is None else np.asarray(mask).sum(axis=1)
+    return {"expected": expected, "realised": realised, "chosen": chosen, "active": active}
 
 
-ALGORITHMS = ("fair_pe", "fair_ucb", "linnash", "fair_pe_linnash_width", "pe", "oful", "uniform")
+ALGORITHMS = ("fair_pe", "fair_ucb", "linnash", "fair_pe_linnash_width", "pe", "oful", "uniform", "linnash_published")
 
 
 def make_policy(
@@ -60,6 +63,7 @@ def make_policy(
     p: float = 0.0,
     c1: float = 1.0,
     linnash_multiplier: float = 3.0,
+    linnash_width_scale: float = 1.0,
 ):
     """A fresh batched policy by name (the evaluation's arms).
 
@@ -72,6 +76,8 @@ def make_policy(
         p: Target p of FairLinBandit (sets its Phase 1 length).
         c1: FairLinBandit's Phase 1 constant.
         linnash_multiplier: LinNash's Part I multiplier (3 as published).
+        linnash_width_scale: Multiplies LinNash's elimination constants 16 and 6 (1 as published).
+        ``linnash_published`` ignores both and uses the published constants.
     """
     check_p(p)
     if algorithm == "fair_pe":
@@ -81,7 +87,9 @@ def make_policy(
     if algorithm == "fair_pe_linnash_width":
         return FairLinBandit(PhasedElimination(horizon), horizon, p=p, c1=c1, rng=rng, width="linnash")
     if algorithm == "linnash":
-        return linnash(horizon, dim, num_arms, rng, linnash_multiplier)
+        return linnash(horizon, dim, num_arms, rng, linnash_multiplier, linnash_width_scale)
+    if algorithm == "linnash_published":
+        return linnash(horizon, dim, num_arms, rng)
     if algorithm == "pe":
         return PhasedElimination(horizon)
     if algorithm == "oful":
@@ -109,7 +117,7 @@ def run_episode(
         horizon: T.
         seed: Seed of the policy's and the rewards' randomness.
         replicates: Independent runs (the batch dimension); their average estimates ``E[mu_{x_t}]``.
-        **policy_args: ``p``, ``c1``, ``linnash_multiplier``.
+        **policy_args: ``p``, ``c1``, ``linnash_multiplier``, ``linnash_width_scale``.
 
     Returns:
         :func:`simulate`'s arrays, each ``(replicates, T)``.
