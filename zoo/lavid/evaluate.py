@@ -11,9 +11,12 @@ import time
 from functools import partial
 
 from zoo.eval import Arm, Claim, Protocol, Setting, Step, Tuning, beats, paired_gains, per_seed_values
+from zoo.eval.claims import rounded
 from zoo.lavid.runs import TUNING_FILE
 
-ARMS_ORDER = ("lavid", "ce", "kd", "makd", "text_emb", "shuffled", "lavid_hard")
+ARMS_ORDER = (
+    "lavid", "ce", "kd", "makd", "text_emb", "shuffled", "lavid_hard", "reference_pixel_logreg", "reference_class_mean"
+)  # fmt: skip
 
 
 def _tuning() -> dict[str, Tuning]:
@@ -26,6 +29,8 @@ def _tuning() -> dict[str, Tuning]:
         "lavid": "; few-shot: 8 of the 24 grid points (drawn with seed 0), then 8 betas from 1 to 1000 at the best "
         "of those (zoo/lavid/tune.py); signature temperature by the entropy rule, not tuned",
         "makd": "; class-level answers S[y] (no VLM)",
+        "reference_pixel_logreg": "; scikit-learn LogisticRegression (lbfgs) on the 784 raw pixels in [0, 1]",
+        "reference_class_mean": "; nearest class mean on the raw pixels, means shrunk towards the overall mean",
     }
     out = {}
     for arm, info in record["arms"].items():
@@ -81,6 +86,28 @@ def measure(arm: str, run) -> dict[str, float]:
     return scores
 
 
+def measure_reference(arm: str, run) -> dict[str, float]:
+    """A pixel reference (:mod:`zoo.lavid.references`), one seed: the students' few-shot draws and composite sets."""
+    from zoo.lavid import references
+    from zoo.lavid.data import fmnist_eval, fmnist_few_shot, spurious_split
+
+    settings, seed = run.settings, run.seed
+    started = time.perf_counter()
+    xt, yt = fmnist_eval("test", settings["test_limit"])
+    scores = {}
+    for shots in settings["shots"]:
+        x, y = fmnist_few_shot(shots, seed)
+        scores[f"acc_{shots}shot"] = references.accuracy(references.fit_reference(arm, x, y), xt, yt)
+    if seed in run.protocol.seeds[: settings["spurious_seeds"]]:
+        x, y, _ = spurious_split("train", seed, settings["spurious_size"], settings["correlation"], settings["alpha"])
+        rule = references.fit_reference(arm, x, y, "spurious")
+        xs, ys, gs = spurious_split("test", 0, 2000, alpha=settings["alpha"])
+        worst, average, run.extras[f"{arm}_group_accs"] = references.group_accuracies(rule, xs, ys, gs)
+        scores.update(worst_group_acc=worst, avg_acc_spurious=average)
+    run.extras[f"{arm}_compute_s"] = round(time.perf_counter() - started, 2)
+    return scores
+
+
 def _published_scores(arm: str, run, test_limit: int) -> dict[str, float]:
     """The published checkpoint of ``arm`` (the recipe's Lightning run of seed 0) on the test images: what the
     shipped weights do (it should equal the seed-0 student's ``<arm>_seed0_10shot_acc_test2000``)."""
@@ -100,6 +127,34 @@ def _mean_gain(result: dict, metric: str, other: str) -> float:
     return sum(gains) / len(gains)
 
 
+def paired_interval(gains: list[float], level: float = 0.95) -> tuple[float, float, float]:
+    """``(mean, low, high)``: the two-sided Student-t interval of the mean paired gain (``ddof=1``)."""
+    from scipy.stats import t
+
+    from zoo.eval.claims import std
+
+    n = len(gains)
+    if n < 2:
+        raise ValueError(f"a paired interval needs at least 2 seeds, got {n}")
+    mean = sum(gains) / n
+    half = float(t.ppf(0.5 + level / 2, n - 1)) * std(gains) / n**0.5
+    return mean, mean - half, mean + half
+
+
+def interval_claim(result: dict, metric: str, other: str) -> Claim:
+    """LaViD's paired gain over ``other`` on ``metric`` has a 95% interval above 0 (value: the interval's low end)."""
+    gains = paired_gains(result, metric, "lavid", other)
+    if len(gains) < 2:  # a partial result (one seed so far): no interval yet
+        text = f"lavid above {other} on {metric}: a 95% interval needs >= 2 seeds, {len(gains)} measured"
+        return Claim(f"lavid_above_{other}_{metric}_ci95", text, rounded(gains[0]), 0.0, False, other, "paper", "lavid")
+    mean, low, high = paired_interval(gains)
+    text = (
+        f"lavid above {other} on {metric}: mean paired gain {mean:+.4f}, 95% interval [{low:+.4f}, {high:+.4f}] "
+        f"over {len(gains)} seeds, low end above 0"
+    )
+    return Claim(f"lavid_above_{other}_{metric}_ci95", text, rounded(low), 0.0, low > 0, other, "paper", "lavid")
+
+
 def claims(result: dict) -> list[Claim]:
     """The spec's thresholds (accuracies in [0, 1]: 1.5 points is 0.015), headroom gates and the CPU budget."""
     settings, found = result["settings"], []
@@ -107,8 +162,10 @@ def claims(result: dict) -> list[Claim]:
         metric = f"acc_{shots}shot"
         text = f"lavid >= makd on {metric} (mean paired difference >= 0)"
         found += [
+            beats(result, metric, "lavid", "reference_pixel_logreg"),
             beats(result, metric, "lavid", "ce", margin=0.015),
             beats(result, metric, "lavid", "shuffled", margin=0.005),
+            interval_claim(result, metric, "shuffled"),
             Claim.at_least(f"lavid_at_least_makd_{metric}", text, _mean_gain(result, metric, "makd"), 0.0,
                            versus="makd", arm="lavid"),
         ]  # fmt: skip
@@ -121,6 +178,8 @@ def claims(result: dict) -> list[Claim]:
         gain = _mean_gain(result, "avg_acc_spurious", "ce")
         found += [
             beats(result, "worst_group_acc", "lavid", "ce", margin=0.03),
+            interval_claim(result, "worst_group_acc", "ce"),
+            beats(result, "worst_group_acc", "lavid", "reference_pixel_logreg"),
             Claim.at_least("lavid_avg_spurious_within_1_of_ce", text, gain, -0.01, versus="ce", arm="lavid"),
             Claim.gate("headroom_ce_worst_group_gap", "headroom: ce's worst group at least 10 points below its "
                        "average", gap, 0.10, arm="ce"),
@@ -170,10 +229,23 @@ PROTOCOL = Protocol(
     method=_arm("lavid"),
     baselines=(_arm("makd"), _arm("text_emb")),
     ablations=(_arm("shuffled"), _arm("lavid_hard")),
-    references=(_arm("ce"), _arm("kd")),
+    references=(
+        _arm("ce"),
+        _arm("kd"),
+        Arm(
+            "reference_pixel_logreg",
+            measure=partial(measure_reference, "reference_pixel_logreg"),
+            help="multinomial logistic regression on raw pixels, C tuned on validation",
+        ),
+        Arm(
+            "reference_class_mean",
+            measure=partial(measure_reference, "reference_class_mean"),
+            help="nearest class mean on raw pixels, shrinkage towards the overall mean tuned on validation",
+        ),
+    ),  # fmt: skip
     settings={
         "shots": Setting([5, 10], "few-shot levels (images per class)", minimum=1),
-        "spurious_seeds": Setting(5, "the spurious set runs on the first this-many seeds", minimum=0),
+        "spurious_seeds": Setting(16, "the spurious set runs on the first this-many seeds", minimum=0),
         "spurious_size": Setting(1000, "training images of the spurious set", minimum=100),
         "spurious_epochs": Setting(
             0, "epochs on the spurious set (batch 16); 0: each arm's validation-tuned epochs", minimum=0

@@ -93,4 +93,5 @@ def train_arm(arm: str, images, labels, dataset: str, seed: int, settings: dict,
         beta=hp["beta"], lr=hp["lr"], epochs=int(hp["epochs"]), weight_decay=hp["weight_decay"],
         batch_size=settings.get("batch_size", 16), seed=seed, teacher_logits=teacher_logits,
         kd_temperature=hp["kd_temperature"], kd_alpha=hp["kd_alpha"],
+        widths=tuple(hp.get("widths", (16, 32, 64))), shift=int(hp.get("shift", 0)), flip=bool(hp.get("flip", False)),
     )  # fmt: skip

@@ -127,10 +127,29 @@ def student_loss(
     return gamma * ce + beta * aux_loss, aux_loss
 
 
-def make_student(mode: str, num_classes: int, signature_dim: int, seed: int) -> StudentCNN:
+def make_student(
+    mode: str, num_classes: int, signature_dim: int, seed: int, widths: tuple[int, int, int] = (16, 32, 64)
+) -> StudentCNN:
     """The student of a mode, initialised from ``seed`` (same backbone and classifier for every mode)."""
     torch.manual_seed(seed)
-    return StudentCNN(num_classes, aux_dim(mode, signature_dim))
+    return StudentCNN(num_classes, aux_dim(mode, signature_dim), tuple(widths))
+
+
+def augment(images: torch.Tensor, generator: torch.Generator, shift: int = 2, flip: bool = True) -> torch.Tensor:
+    """Random translation by up to ``shift`` pixels (zero padding, a random crop) and a horizontal flip with
+    probability 1/2, per image; the draws come from ``generator`` only (shifts first, then flips)."""
+    n, size = len(images), images.shape[-1]
+    out = images
+    if shift:
+        padded = F.pad(images, (shift, shift, shift, shift))
+        offsets = torch.randint(0, 2 * shift + 1, (n, 2), generator=generator)
+        out = torch.stack(
+            [padded[i, :, r : r + size, c : c + size] for i, (r, c) in enumerate(offsets.tolist())]
+        )  # fmt: skip
+    if flip:
+        flips = torch.rand(n, generator=generator) < 0.5
+        out = torch.where(flips[:, None, None, None], out.flip(-1), out)
+    return out
 
 
 def milestones(epochs: int) -> list[int]:
@@ -160,22 +179,28 @@ def fit_student(
     teacher_logits: torch.Tensor | None = None,
     kd_temperature: float = 4.0,
     kd_alpha: float = 0.5,
+    widths: tuple[int, int, int] = (16, 32, 64),
+    shift: int = 0,
+    flip: bool = False,
 ) -> StudentCNN:
     """Train a student with the plain loop (the evaluation's; the LightningModule runs the same loss).
 
-    The data order comes from its own generator seeded with ``seed``, so modes differ only by their loss.
+    The data order comes from its own generator seeded with ``seed``, so modes differ only by their loss; with
+    ``shift`` or ``flip`` every batch is augmented (:func:`augment`) from a second generator seeded with ``seed``.
     """
     check_mode(mode)
-    model = make_student(mode, num_classes, signature_dim, seed)
+    model = make_student(mode, num_classes, signature_dim, seed, widths)
     optimizer, scheduler = make_optimizer(model, lr, weight_decay, epochs)
     generator = torch.Generator().manual_seed(seed)
+    augmenter = torch.Generator().manual_seed(seed) if shift or flip else None
     n = len(labels)
     model.train()
     for _ in range(epochs):
         order = torch.randperm(n, generator=generator)
         for start in range(0, n, batch_size):
             idx = order[start : start + batch_size]
-            logits, h = model.forward_features(images[idx])
+            batch = images[idx] if augmenter is None else augment(images[idx], augmenter, shift, flip)
+            logits, h = model.forward_features(batch)
             aux = model.feature2question(h) if model.feature2question is not None else None
             teacher = teacher_logits[idx] if teacher_logits is not None else None
             loss, _ = student_loss(

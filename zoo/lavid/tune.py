@@ -21,6 +21,14 @@ validation accuracy (mean over the draws; ties by average accuracy), the metric 
 * lavid: beta in {1, 3, 10, 30, 100, 300} x lr in {ce's lr / 3, ce's lr}, with ce's epochs and weight decay
   (beta -> 0 is ce's own choice).
 
+The pixel references (:mod:`zoo.lavid.references`) get the same budget on the same draws and validation data:
+``C`` of the pixel logistic regression (16 few-shot / 12 composite values from 1e-4 to 100) and the shrinkage of the
+nearest class mean towards the overall mean (16 / 12 values in [0, 0.99]).
+
+Student search (``student``, run on its own): the CE student with augmentation, more epochs or the spec's wider
+CNN, and lavid with augmentation, scored like a few-shot trial with its seconds per run (``student_search`` in
+``tuning.json``); it sized the cost of a new student for every arm and was not adopted.
+
 The test split is not read. The chosen settings and every trial's score go to ``zoo/lavid/tuning.json``
 (``chosen``/``arms`` for the few-shot set, ``spurious.chosen``/``spurious.arms`` for the composite set), which
 ``zoo eval lavid`` and the recipes use. A trial already in the record (same arm and full config) is not rerun.
@@ -53,6 +61,11 @@ SPURIOUS_MAKD_GRID = {"beta": [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0
 SPURIOUS_TEXT_GRID = {"beta": [0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0, 10000.0]}
 SPURIOUS_LAVID_BETAS = [1.0, 3.0, 10.0, 30.0, 100.0, 300.0]
 SPURIOUS_TRIALS = 12
+# the pixel references get the students' budget: 16 few-shot trials, 12 on the composite set
+LOGREG_GRID = {"C": [1e-4, 2.5e-4, 6e-4, 1.5e-3, 4e-3, 0.01, 0.025, 0.06, 0.15, 0.4, 1.0, 2.5, 6.0, 15.0, 40.0, 100.0]}
+CLASS_MEAN_GRID = {"shrinkage": [0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99]}
+SPURIOUS_LOGREG_GRID = {"C": [1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0]}
+SPURIOUS_CLASS_MEAN_GRID = {"shrinkage": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99]}
 
 
 def _product(grid: dict) -> list[dict]:
@@ -74,6 +87,7 @@ def spurious_lavid_trials(ce: dict) -> list[dict]:
 
 def score(arm: str, config: dict, settings: dict) -> float:
     """Mean validation accuracy of 10-shot students over the tuning draws."""
+    from zoo.lavid import references
     from zoo.lavid.data import fmnist_eval, fmnist_few_shot
     from zoo.lavid.runs import train_arm
     from zoo.lavid.student import accuracy
@@ -82,6 +96,9 @@ def score(arm: str, config: dict, settings: dict) -> float:
     scores = []
     for seed in TUNING_SEEDS:
         x, y = fmnist_few_shot(10, seed)
+        if arm in references.REFERENCES:
+            scores.append(references.accuracy(references.fit_reference(arm, x, y, config=config), xv, yv))
+            continue
         model = train_arm(arm, x, y, "fmnist", seed, settings, hp=config)
         scores.append(accuracy(model, xv, yv))
     return float(np.mean(scores))
@@ -89,6 +106,7 @@ def score(arm: str, config: dict, settings: dict) -> float:
 
 def score_spurious(arm: str, config: dict, settings: dict) -> tuple[float, float]:
     """(worst-group, average) accuracy on the balanced validation composites, mean over the tuning draws."""
+    from zoo.lavid import references
     from zoo.lavid.data import spurious_split
     from zoo.lavid.runs import train_arm
     from zoo.lavid.student import group_accuracies
@@ -97,8 +115,12 @@ def score_spurious(arm: str, config: dict, settings: dict) -> tuple[float, float
     worst, average = [], []
     for seed in TUNING_SEEDS:
         x, y, _ = spurious_split("train", seed, settings["spurious_size"], settings["correlation"], settings["alpha"])
-        model = train_arm(arm, x, y, "spurious", seed, settings, hp=config)
-        w, a, _ = group_accuracies(model, xv, yv, gv)
+        if arm in references.REFERENCES:
+            rule = references.fit_reference(arm, x, y, "spurious", config=config)
+            w, a, _ = references.group_accuracies(rule, xv, yv, gv)
+        else:
+            model = train_arm(arm, x, y, "spurious", seed, settings, hp=config)
+            w, a, _ = group_accuracies(model, xv, yv, gv)
         worst.append(w)
         average.append(a)
     return float(np.mean(worst)), float(np.mean(average))
@@ -112,6 +134,8 @@ def _plan(kind: str, chosen: dict) -> list[tuple[str, dict, object, str | None]]
             ("makd", MAKD_GRID, lambda: _product(MAKD_GRID), "ce"),
             ("text_emb", TEXT_GRID, lambda: _product(TEXT_GRID), "ce"),
             ("lavid", {**LAVID_GRID, "beta (round 2)": LAVID_BETAS_ROUND2}, lavid_trials, None),
+            ("reference_pixel_logreg", LOGREG_GRID, lambda: _product(LOGREG_GRID), None),
+            ("reference_class_mean", CLASS_MEAN_GRID, lambda: _product(CLASS_MEAN_GRID), None),
         ]
     return [
         ("ce", SPURIOUS_CE_GRID, lambda: _product(SPURIOUS_CE_GRID), None),
@@ -120,7 +144,45 @@ def _plan(kind: str, chosen: dict) -> list[tuple[str, dict, object, str | None]]
         ("text_emb", SPURIOUS_TEXT_GRID, lambda: _product(SPURIOUS_TEXT_GRID), "ce"),
         ("lavid", {"beta": SPURIOUS_LAVID_BETAS, "lr": ["ce's lr / 3", "ce's lr"]},
          lambda: spurious_lavid_trials(chosen["ce"]), "ce"),
+        ("reference_pixel_logreg", SPURIOUS_LOGREG_GRID, lambda: _product(SPURIOUS_LOGREG_GRID), None),
+        ("reference_class_mean", SPURIOUS_CLASS_MEAN_GRID, lambda: _product(SPURIOUS_CLASS_MEAN_GRID), None),
     ]  # fmt: skip
+
+
+# the student search (``python -m zoo.lavid.tune student``): can a CE student with augmentation (random shifts of up
+# to 2 pixels, horizontal flips), more epochs or the spec's wider 32-64-128 CNN reach the pixel logistic regression
+# on the same 10-shot validation score? lr 0.03 and weight decay 5e-4 are ce's choice unless named.
+_CE = {"lr": 0.03, "weight_decay": 5e-4}
+STUDENT_SEARCH = [
+    ("ce", {**_CE, "epochs": 40}),
+    ("ce", {**_CE, "epochs": 40, "shift": 2, "flip": True}),
+    ("ce", {**_CE, "epochs": 80, "shift": 2, "flip": True}),
+    ("ce", {**_CE, "epochs": 160, "shift": 2, "flip": True}),
+    ("ce", {**_CE, "epochs": 80, "shift": 2, "flip": True, "widths": [32, 64, 128]}),
+    ("ce", {"lr": 0.03, "weight_decay": 5e-3, "epochs": 80, "shift": 2, "flip": True}),
+    ("ce", {**_CE, "epochs": 80, "flip": True}),
+    ("lavid", {"beta": 150.0, "lr": 0.03, "weight_decay": 5e-3, "epochs": 80, "shift": 2, "flip": True}),
+]
+
+
+def student_search(settings: dict) -> dict:
+    """Score every STUDENT_SEARCH configuration like a tuning trial, with its seconds per training run (one thread:
+    the timings size a full re-measurement in single-thread slots)."""
+    import torch
+
+    torch.set_num_threads(1)
+    rows = []
+    for arm, config in STUDENT_SEARCH:
+        started = time.perf_counter()
+        value = score(arm, config, settings)
+        seconds = (time.perf_counter() - started) / len(TUNING_SEEDS)
+        rows.append({"arm": arm, "config": config, "val_acc": round(value, 4), "seconds_per_run": round(seconds, 1)})
+        print("student", rows[-1], flush=True)
+    return {
+        "note": "10-shot validation accuracy (draws 100, 101) of augmented / longer / wider students; seconds per "
+        "training run on one shared core; not adopted (see the card's Lead)",
+        "results": rows,
+    }
 
 
 def _key(config: dict) -> str:
@@ -140,6 +202,10 @@ def main(kinds: tuple[str, ...] = ("fmnist", "spurious")) -> None:
     record.update({"seeds": list(TUNING_SEEDS), "split": "1,000 held-out training images"})
     for kind in kinds:
         started = time.perf_counter()
+        if kind == "student":
+            record["student_search"] = student_search(settings)
+            TUNING_FILE.write_text(json.dumps(record, indent=1) + "\n")
+            continue
         if kind == "fmnist":
             section = record
         else:
