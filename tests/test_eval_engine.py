@@ -229,3 +229,29 @@ def test_a_timed_arm_is_measured_alone_but_its_fit_is_trained_beforehand_in_a_wo
     pieces = measure("tinytest", Request(arms=("tiny_narrow",), seeds=(1,), workers=2))
     assert [(p["arm"], p["cached"]) for p in pieces] == [("tiny_narrow", False)]
     assert len(list((eval_cache / "fits").glob("*/config.json"))) == 1
+
+
+def test_a_change_to_the_evaluation_keeps_stored_fits_but_a_change_to_training_code_does_not(tmp_path, monkeypatch):
+    from zoo.eval import store
+
+    root = tmp_path / "zoo"
+    for name, text in {"_cards.py": "a", "_inference.py": "b", "eval/run.py": "c", "eval/engine.py": "d",
+                       "paper/module.py": "e", "paper/evaluate.py": "f", "paper/tune.py": "g"}.items():  # fmt: skip
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    monkeypatch.setattr(store, "PACKAGE_ROOT", root)
+
+    def digests():
+        store.code_digest.cache_clear()
+        return store.code_digest("paper"), store.code_digest("paper", training=True)
+
+    before = digests()
+    for changed, training_too in (("paper/evaluate.py", False), ("paper/tune.py", False), ("_cards.py", False),
+                                  ("eval/engine.py", False), ("eval/run.py", True), ("_inference.py", True),
+                                  ("paper/module.py", True)):  # fmt: skip
+        (root / changed).write_text("changed " + changed)
+        after = digests()
+        assert after[0] != before[0], changed  # every piece is re-measured
+        assert (after[1] != before[1]) == training_too, changed  # fits are retrained only for training code
+        before = after
+    store.code_digest.cache_clear()

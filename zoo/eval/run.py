@@ -158,7 +158,7 @@ class Run:
         args = [*self.recipe_overrides(), *(fit_args(self) if callable(fit_args) else fit_args), *overrides]
         text = Path(resolve_recipe(recipe)).read_text()
         key = {"recipe": text, "seed": self.seed, "seed_args": self.protocol.seed_args, "overrides": args}
-        key["code"] = code_digest(self.paper)
+        key["code"] = code_digest(self.paper, training=True)
         name = digest(key)
         if name in self.fits.memory:
             return self.fits.memory[name]

@@ -34,18 +34,31 @@ def digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
+#: Files that only measure or describe a fit (never imported by training): a change to them keeps stored fits.
+EVALUATION_ONLY = ("evaluate*.py", "tune*.py", "usage.py", "publish.py")
+#: Core files that only measure, publish or print; ``zoo/eval/run.py`` (which runs the fits) is not among them.
+CORE_EVALUATION_ONLY = ("eval/[!r]*.py", "eval/reproduce.py", "_cards.py", "_readme.py", "_demo.py", "cli.py")
+
+
 @functools.cache
-def code_digest(paper: str) -> str:
+def code_digest(paper: str, training: bool = False) -> str:
     """sha256 over the source files that decide a paper's results (read once per process).
 
     Args:
         paper: The paper's package name under ``zoo/``.
+        training: Only the files a fit depends on (the key of stored fits): the evaluation's own code, tuning
+            scripts, card text and the core's measuring and publishing files are left out, so adding an arm or a
+            claim does not retrain every arm.
     """
     from zoo._recipes import recipes_root
 
     files = sorted(PACKAGE_ROOT.glob("*.py"))
     for folder in (*CORE_FOLDERS, paper):
         files += sorted(p for p in (PACKAGE_ROOT / folder).rglob("*") if p.suffix in CODE_SUFFIXES)
+    if training:
+        skipped = {p for pattern in CORE_EVALUATION_ONLY for p in PACKAGE_ROOT.glob(pattern)}
+        skipped |= {p for pattern in EVALUATION_ONLY for p in (PACKAGE_ROOT / paper).glob(pattern)}
+        files = [path for path in files if path not in skipped]
     files += sorted((recipes_root() / paper).rglob("*.yaml"))
     hasher = hashlib.sha256()
     for path in files:
