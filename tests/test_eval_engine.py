@@ -255,3 +255,12 @@ def test_a_change_to_the_evaluation_keeps_stored_fits_but_a_change_to_training_c
         assert (after[1] != before[1]) == training_too, changed  # fits are retrained only for training code
         before = after
     store.code_digest.cache_clear()
+
+
+def test_one_function_scores_several_arms_by_name():
+    from zoo.eval import Arm
+
+    arm = Arm.scored("reference_mean", lambda name, run: {"named": float(name == "reference_mean"), "run": run}, "h")
+    assert arm.measure(7) == {"named": 1.0, "run": 7} and arm.help == "h" and arm.name == "reference_mean"
+    with pytest.raises(ZooError, match="measure= replaces loading"):
+        Arm.scored("x", lambda name, run: {}, base="y")

@@ -7,6 +7,7 @@ resumption, the result and the card.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -136,6 +137,12 @@ class Arm:
     def __post_init__(self) -> None:
         if self.measure is not None and (self.base or self.recipe or self.overrides):
             raise ZooError(f"arm {self.name!r}: measure= replaces loading; drop base=, recipe= and overrides=")
+
+    @classmethod
+    def scored(cls, name: str, measure: Callable[..., Mapping[str, float]], help: str = "", **kwargs: Any) -> Arm:
+        """An arm measured by ``measure(name, run)``, one function serving several arms (``Arm.scored("ce",
+        reference_scores)`` is ``Arm("ce", measure=partial(reference_scores, "ce"))``)."""
+        return cls(name, measure=functools.partial(measure, name), help=help, **kwargs)
 
     def fit_overrides(self, run: Any) -> list[str]:
         """This arm's LightningCLI overrides for ``run``."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import time
-from functools import partial
 
 from zoo.eval import Arm, Claim, Protocol, Setting, Step, Tuning, beats, paired_gains, per_seed_values
 from zoo.eval.claims import rounded
@@ -222,7 +221,7 @@ def plot(result: dict, axes) -> None:
 
 
 def _arm(name: str) -> Arm:
-    return Arm(name, measure=partial(measure, name))
+    return Arm.scored(name, measure)
 
 
 PROTOCOL = Protocol(
@@ -232,15 +231,15 @@ PROTOCOL = Protocol(
     references=(
         _arm("ce"),
         _arm("kd"),
-        Arm(
+        Arm.scored(
             "reference_pixel_logreg",
-            measure=partial(measure_reference, "reference_pixel_logreg"),
-            help="multinomial logistic regression on raw pixels, C tuned on validation",
+            measure_reference,
+            "multinomial logistic regression on raw pixels, C tuned on validation",
         ),
-        Arm(
+        Arm.scored(
             "reference_class_mean",
-            measure=partial(measure_reference, "reference_class_mean"),
-            help="nearest class mean on raw pixels, shrinkage towards the overall mean tuned on validation",
+            measure_reference,
+            "nearest class mean on raw pixels, shrinkage towards the overall mean tuned on validation",
         ),
     ),  # fmt: skip
     settings={

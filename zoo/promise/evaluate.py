@@ -11,8 +11,6 @@ clear. ``ddpm_biased`` also reports ``success_exposure_<pct>`` over refits at ea
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 import torch
 
@@ -330,16 +328,16 @@ PROTOCOL = Protocol(
     baselines=("ddpm_biased",),
     ablations=("ddpm_no_reweight", "ddpm_reweight_only"),
     references=(
-        *(Arm(arm, measure=partial(reference_scores, arm)) for arm in REFERENCES),
-        Arm(
+        *(Arm.scored(arm, reference_scores) for arm in REFERENCES),
+        Arm.scored(
             "reference_train_resample",
-            measure=partial(train_resample_scores, "reference_train_resample"),
-            help="`samples` training items of the ensemble's context, drawn uniformly (no learning)",
+            train_resample_scores,
+            "`samples` training items of the ensemble's context, drawn uniformly (no learning)",
         ),
-        Arm(
+        Arm.scored(
             "reference_train_resample_reweighted",
-            measure=partial(train_resample_scores, "reference_train_resample_reweighted"),
-            help="`samples` of a pool of pool_factor x samples training items, 1/f-reweighted as ddpm_debiased",
+            train_resample_scores,
+            "`samples` of a pool of pool_factor x samples training items, 1/f-reweighted as ddpm_debiased",
         ),
     ),  # fmt: skip
     shared=(Shared(DDPM_ARMS, ddpm_arms),),
