@@ -98,5 +98,7 @@ def test_paper_claims_are_the_methods():
     arms["sync_active"] |= {"wall_latency_ms_mean": 2.0}
     claims = E.claims(_result(arms))
     assert "wall_latency_vs_sync" in [c.id for c in claims]
-    assert {c.kind for c in claims} == {"paper", "headroom"}
+    assert {c.kind for c in claims} == {"paper", "headroom", "validity"}
+    # TTFT and lead time do not separate the arms: checks, not paper claims
+    assert {c.id for c in claims if c.kind == "validity"} == {"ttft_vs_single_shot", "lead_time"}
     assert all(c.arm == "prefetch" for c in claims if c.kind == "paper")
