@@ -1,4 +1,4 @@
-"""The issue's claims on Pendulum-v1 and MountainCarContinuous-v0, as `zoo eval pbsac` measures them (slow)."""
+"""The issue's claims on Pendulum-v1 (MountainCar is off by default), as `zoo eval pbsac` measures them (slow)."""
 
 from __future__ import annotations
 
@@ -26,8 +26,15 @@ def test_pbsac_certificates_separate_learning_and_cover():
         "pbsac_beats_reference_untrained_return_bound",
     ):
         assert by_id[claim_id]["holds"], by_id[claim_id]
-    # Reported, not asserted (see the card): the exploration task's return and certificate claims, and whether
-    # the i.i.d. bound under-covers on the RL data.
-    for claim_id in ("mcc_return_vs_sac", "mcc_certificate_separates_learning", "coverage_iid_lower"):
+    # Reported, not asserted (see the card): whether the i.i.d. bound under-covers on the RL data, and the
+    # certificate against the reference critics and the untrained agent's complexity term (they fail here).
+    for claim_id in (
+        "coverage_iid_lower",
+        "certificate_vs_reference_constant_critic",
+        "certificate_vs_reference_constant_critic_random",
+        "certificate_vs_reference_fitted_last_layer",
+        "complexity_differs_from_untrained",
+        "free_complexity_differs_from_untrained",
+    ):
         assert claim_id in by_id
     assert all(result["arms"][arm]["n_seeds"] == 3 for arm in result["arms"])

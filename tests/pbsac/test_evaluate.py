@@ -1,4 +1,5 @@
-"""The evaluation's protocol: settings overrides, the arms on both tasks, and the claims' logic (fast)."""
+"""The evaluation's protocol: settings overrides, the arms on both tasks, the reference critics and the claims' logic
+(fast)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,16 @@ from zoo._serialization import read_config
 from zoo.eval import Run
 from zoo.eval.engine import evaluation, measure_task
 from zoo.eval.result import summarise
-from zoo.pbsac.evaluate import MCC_RECIPE, PROTOCOL, SAC_ARGS, UNTRAINED_ARGS, claims
+from zoo.pbsac import evaluate
+from zoo.pbsac.evaluate import (
+    FREE_PRIOR_ARMS,
+    MCC_RECIPE,
+    PROTOCOL,
+    REFERENCE_CRITICS,
+    SAC_ARGS,
+    UNTRAINED_ARGS,
+    claims,
+)
 from zoo.pbsac.sac import ReplayBuffer
 
 
@@ -41,8 +51,9 @@ class FakeRun(Run):
 
 
 def _certificate(value: float, final: bool = False) -> dict:
-    return {"step": 15_000, "final": final, "value": value, "iid_value": value / 2, "kl": 0.01,
-            "empirical_risk": 0.1, "prior_risk": 0.2, "fresh_loss": 0.1, "return_bound": -500.0,
+    return {"step": 15_000, "final": final, "value": value, "iid_value": value / 2, "kl": 0.01, "delta": 0.05,
+            "episodes": 200, "prior_widths": [1.0], "empirical_risk": 0.1, "prior_risk": 0.2, "fresh_loss": 0.1,
+            "return_bound": -500.0,
             "policy_certificate": 0.4, "covered": True, "iid_covered": True, "return_covered": False}  # fmt: skip
 
 
@@ -62,19 +73,26 @@ def test_eval_episodes_setting_changes_what_is_measured():
     assert few["return_mean"] != many["return_mean"] and -2000 < few["return_mean"] < -100
 
 
-def test_exploration_task_can_be_left_out_without_retraining_pendulum():
+def test_exploration_task_is_off_by_default_and_can_be_switched_on_without_retraining_pendulum():
+    assert PROTOCOL.resolve()["mcc_total_steps"] == 0
     with_task, without = (
+        measure("reference_random_policy", _run(eval_episodes=1, mcc_total_steps=15_000)),
         measure("reference_random_policy", _run(eval_episodes=1)),
-        measure("reference_random_policy", _run(eval_episodes=1, mcc_total_steps=0)),
     )
     assert set(with_task) == {"return_mean", "mcc_return_mean"} and set(without) == {"return_mean"}
     assert -60 < with_task["mcc_return_mean"] < 0  # -0.1 a^2 per step, the hilltop never reached at random
     assert _run(mcc_total_steps=20_000).uses_published("pbsac")  # MountainCar is never published
 
 
-def test_every_trained_arm_measures_both_tasks_from_its_own_fits():
+@pytest.fixture
+def no_free_prior(monkeypatch):
+    """The data-free-prior certificate replaced by a marker (its math is tested in test_references.py)."""
+    monkeypatch.setattr(evaluate, "free_prior_certificate", lambda model, run: {"free_certificate": 0.5})
+
+
+def test_every_trained_arm_measures_both_tasks_from_its_own_fits(no_free_prior):
     """Pendulum from the arm's entry recipe (or pbsac's + its switches), MountainCar from its recipe of no entry."""
-    run = _run(1, eval_episodes=1)
+    run = _run(1, eval_episodes=1, mcc_total_steps=15_000)
     scores = {arm: measure(arm, run) for arm in ("pbsac", "sac", "pbsac_no_exploration", "reference_untrained")}
     mcc = ["--data.init_args.total_steps=15000", "--model.init_args.kappa_anneal_steps=15000"]
     pendulum, sac = "recipes/pbsac/pendulum.yaml", "recipes/pbsac/sac_pendulum.yaml"
@@ -88,20 +106,25 @@ def test_every_trained_arm_measures_both_tasks_from_its_own_fits():
     for arm in ("pbsac", "pbsac_no_exploration", "reference_untrained"):
         assert scores[arm]["certificate"] == scores[arm]["mcc_certificate"] == 0.3
         assert scores[arm]["coverage"] == 1.0 and scores[arm]["return_coverage"] == 0.0
+        # the bound's parts: 0.3 = risk 0.1 + complexity 0.2, above its value at KL = 0
+        assert scores[arm]["complexity"] == pytest.approx(0.2) and 0 < scores[arm]["complexity_floor"] < 0.2
+        assert ("free_certificate" in scores[arm]) == (arm in FREE_PRIOR_ARMS)
+    assert FREE_PRIOR_ARMS == ("pbsac", "reference_untrained")  # the complexity claim compares these two
     assert set(run.extras["mcc_certificates"]) == {"pbsac", "pbsac_no_exploration", "reference_untrained"}
     assert len(run.extras["episode_returns"]["sac"]) == len(run.extras["mcc_episode_returns"]["sac"]) == 1
 
 
-def test_seed_0_scores_the_published_agent_with_the_certificates_of_its_fit(hf_cache, hf_offline):
+def test_seed_0_scores_the_published_agent_with_the_certificates_of_its_fit(hf_cache, hf_offline, no_free_prior):
     """The certificate history travels in config.json and back (import_files): the card's seed-0 numbers."""
     run = _run(0, mcc_total_steps=0)
     assert run.uses_published("pbsac") and not run.uses_published("pbsac_no_exploration")
     scores = measure("pbsac", run)
     assert run.trained == []  # nothing trained: Pendulum is the published checkpoint, MountainCar left out
     published = json.loads((zoo.get_entry("pbsac.pendulum").mirror_dir / "metrics.json").read_text())
-    seed0 = {k: v for k, v in published["per_seed"]["pbsac"]["0"].items() if not k.startswith("mcc_")}
-    assert scores.keys() == seed0.keys()
-    assert scores == pytest.approx(seed0, rel=1e-5, abs=1e-6)
+    # the data-free-prior certificate is stubbed here (no_free_prior): every other published metric is compared
+    seed0 = {k: v for k, v in published["per_seed"]["pbsac"]["0"].items() if not k.startswith(("mcc_", "free_"))}
+    assert {"complexity", "complexity_floor", "free_certificate"} <= scores.keys()
+    assert {k: v for k, v in scores.items() if not k.startswith("free_")} == pytest.approx(seed0, rel=1e-5, abs=1e-6)
 
 
 def test_published_certificate_history_reads_back_as_stored(hf_cache, hf_offline):
@@ -135,6 +158,7 @@ def test_training_settings_become_recipe_overrides_of_real_keys(name):
         ("total_steps=many", "--set total_steps=many: expected an integer"),
         ("total_steps=1000", "--set total_steps=1000: must be at least 5000"),
         ("mcc_total_steps=-1", "--set mcc_total_steps=-1: must be at least 0"),
+        ("validation_episodes=1", "--set validation_episodes=1: must be at least 2"),
     ],
 )
 def test_bad_settings_are_one_line_errors(pair, message):
@@ -206,6 +230,60 @@ def test_claims_on_both_tasks():
     per_seed["pbsac"]["1"]["certificate"] = 1.2  # one vacuous seed fails the claim
     assert not {c.id: c for c in claims(_result(per_seed))}["certificate_non_vacuous"].holds
     kinds = {claim.id: claim.kind for claim in claims(_result(per_seed))}
-    assert {kinds[i] for i in ("kl_positive", "coverage", "mcc_reaches_goal")} == {"validity"}
-    assert {kinds[i] for i in ("return_rel_gap", "certificate_non_vacuous", "coverage_iid_lower")} == {"paper"}
+    assert {kinds[i] for i in ("kl_positive", "coverage", "mcc_reaches_goal", "certificate_non_vacuous")} == {
+        "validity"
+    }
+    assert {kinds[i] for i in ("return_rel_gap", "coverage_iid_lower", "certificate_separates_learning")} == {"paper"}
     assert {claim.arm for claim in claims(_result(per_seed))} == {"pbsac"}
+
+
+def _parts(certificates, complexity, free=None):
+    rows = {}
+    for s, (value, term) in enumerate(zip(certificates, complexity, strict=True)):
+        rows[str(s)] = {"return_mean": -150.0, "certificate": value, "complexity": term, "kl": 0.5, "coverage": 1.0,
+                        "coverage_iid": 1.0, "return_bound": -250.0}  # fmt: skip
+        if free is not None:
+            rows[str(s)]["free_complexity"] = free[s]
+    return rows
+
+
+def test_claims_against_the_reference_critics_and_the_complexity_term():
+    """0.7 x each reference critic's certificate; the complexity term against the untrained agent's, by the spread."""
+    per_seed = {
+        "pbsac": _parts([0.15, 0.15, 0.15], [0.136, 0.136, 0.136], [0.39, 0.40, 0.41]),
+        "sac": {str(s): {"return_mean": -150.0} for s in range(3)},
+        "reference_untrained": _parts([0.32, 0.33, 0.31], [0.136, 0.136, 0.136], [0.20, 0.12, 0.16]),
+        "reference_random_policy": {str(s): {"return_mean": -1200.0} for s in range(3)},
+        "reference_constant_critic": _parts([0.145, 0.15, 0.155], [0.124] * 3),
+        "reference_constant_critic_random": _parts([0.3, 0.3, 0.3], [0.124] * 3),
+    }
+    by_id = {claim.id: claim for claim in claims(_result(per_seed))}
+    near = by_id["certificate_vs_reference_constant_critic"]
+    assert not near.holds and near.value == pytest.approx(1.0) and near.kind == "paper"
+    assert near.versus == "reference_constant_critic"
+    assert by_id["certificate_vs_reference_constant_critic_random"].holds  # 0.15 / 0.3 = 0.5
+    assert "certificate_vs_reference_fitted_last_layer" not in by_id  # not measured: no claim
+    same = by_id["complexity_differs_from_untrained"]
+    assert not same.holds and same.value == pytest.approx(0.0) and same.kind == "paper"
+    free = by_id["free_complexity_differs_from_untrained"]
+    assert free.holds and free.value == pytest.approx(0.24)  # gains 0.19, 0.28, 0.25; spread 0.046
+    per_seed["reference_untrained"]["1"]["free_complexity"] = 0.9  # a gain of -0.5 on one seed: spread > |mean|
+    assert not {c.id: c for c in claims(_result(per_seed))}["free_complexity_differs_from_untrained"].holds
+
+
+def test_reference_critics_certify_each_reference_on_its_own_episodes(monkeypatch):
+    """Two validation and two certificate episodes per policy: every reference gets both certificates and parts."""
+    monkeypatch.setitem(evaluate.CERTIFY, "grid", (1.0, 10.0))
+    monkeypatch.setitem(evaluate.CERTIFY, "steps", 10)
+    run = _run(1, reference_episodes=2, validation_episodes=2, mcc_total_steps=0)
+    scores = measure_task(PROTOCOL, run, REFERENCE_CRITICS)
+    assert set(scores) == set(REFERENCE_CRITICS)
+    for arm, parts in scores.items():
+        for prefix in ("", "free_"):
+            value, risk, term = (parts[f"{prefix}{k}"] for k in ("certificate", "empirical_risk", "complexity"))
+            assert value > 0 and 0 <= risk <= 1 and value == pytest.approx(risk + term), arm  # T = 2: may pass 1
+            assert parts[f"{prefix}complexity"] >= parts[f"{prefix}complexity_floor"] - 1e-9
+            assert parts[f"{prefix}prior_width"] in evaluate.CERTIFY["grid"]
+    trained, random = scores["reference_constant_critic"], scores["reference_constant_critic_random"]
+    assert trained["certificate"] != random["certificate"]  # different policies' episodes
+    assert run.trained == [("recipes/pbsac/pendulum.yaml", [])]  # the trained policy: pbsac's fit of this seed

@@ -1,7 +1,10 @@
-"""``zoo eval pbsac``: PB-SAC against SAC, each arm on Pendulum-v1 and on MountainCarContinuous-v0 (exploration).
+"""``zoo eval pbsac``: PB-SAC against SAC and reference critics on Pendulum-v1 (MountainCar optional, off).
 
-Per arm and task (MountainCar's metrics prefixed ``mcc_``): the mean deterministic evaluation return and, for
-certified arms, the final certificate with its terms and the held-out coverage of a run's certificates.
+Per arm: the mean deterministic evaluation return and, for certified arms, the final certificate with its parts
+(empirical risk, complexity, the complexity at KL = 0, KL) and the held-out coverage of a run's certificates.
+Every certified arm and reference critic is also certified against a data-free prior N(0, s^2) whose width s is
+chosen on validation episodes (metrics ``free_*``, zoo.pbsac.references). MountainCarContinuous-v0 (metrics
+prefixed ``mcc_``) runs only with ``--set mcc_total_steps=15000``.
 """
 
 from __future__ import annotations
@@ -9,7 +12,8 @@ from __future__ import annotations
 import torch
 
 from zoo._figures import bar_panel
-from zoo.eval import Arm, Claim, Protocol, Setting, Tuning, beats
+from zoo.eval import Arm, Claim, Protocol, Setting, Shared, Tuning, beats
+from zoo.eval.claims import paired_gains, std
 
 MCC_RECIPE = "recipes/pbsac/mountain_car.yaml"
 #: Task prefixes of the metrics: Pendulum (the published checkpoints) has none.
@@ -25,7 +29,18 @@ FINAL = {"certificate": "value", "certificate_iid": "iid_value", "kl": "kl", "em
          "prior_risk": "prior_risk", "fresh_loss": "fresh_loss", "return_bound": "return_bound",
          "policy_certificate": "policy_certificate"}  # fmt: skip
 COVERAGE = {"coverage": "covered", "coverage_iid": "iid_covered", "return_coverage": "return_covered"}
-_LOWER = ("certificate", "certificate_iid", "empirical_risk", "prior_risk", "fresh_loss", "policy_certificate")
+#: Reference critics certified on episodes of the trained PB-SAC policy (or of a uniformly random one).
+REFERENCE_CRITICS = ("reference_constant_critic", "reference_constant_critic_random", "reference_fitted_last_layer")
+#: Seeds of the validation episodes (prior widths and means) and of the references' certificate episodes.
+VALIDATION_SEED_BASE, REFERENCE_SEED_BASE = 3_500_000, 4_500_000
+#: The certificates' prior-width grid and Adam steps: every decade of references.WIDTH_GRID and half its 200 steps,
+#: so one seed's certificates cost about a third (each fit starts at the least squares; see card.md).
+CERTIFY = {"grid": (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0), "steps": 100}
+#: Agents certified also against the data-free prior (the complexity claim compares these two).
+FREE_PRIOR_ARMS = ("pbsac", "reference_untrained")
+_PARTS = ("certificate", "empirical_risk", "complexity", "complexity_floor", "kl")
+_LOWER = ("certificate", "certificate_iid", "empirical_risk", "prior_risk", "fresh_loss", "policy_certificate",
+          "complexity", "complexity_floor", *(f"free_{part}" for part in _PARTS))  # fmt: skip
 
 
 def _episodes(run, prefix: str, arm: str, act, scaler, history: list[dict]) -> dict[str, float]:
@@ -45,9 +60,82 @@ def _episodes(run, prefix: str, arm: str, act, scaler, history: list[dict]) -> d
     return {prefix + key: value for key, value in scores.items()}
 
 
+def _complexity(record: dict, grid_size: int) -> dict[str, float]:
+    """The final certificate's complexity term and its value at KL = 0 (same T, delta / K and lambda grid)."""
+    from zoo.pbsac.bound import pac_bayes_bound
+
+    share = record["delta"] / len(record.get("prior_widths") or [1.0])
+    floor = pac_bayes_bound(record["empirical_risk"], 0.0, record["episodes"], 1.0, share, grid_size).complexity
+    return {"complexity": record["value"] - record["empirical_risk"], "complexity_floor": floor}
+
+
+def _episode_sets(run, env_id: str, policy, dims) -> tuple:
+    """Validation and certificate episodes of ``policy`` for this seed (its noise seeded by the seed)."""
+    from zoo.pbsac.rollout import collect_episodes
+
+    validation = [VALIDATION_SEED_BASE + 1000 * run.seed + i for i in range(run.settings["validation_episodes"])]
+    certificate = [REFERENCE_SEED_BASE + 1000 * run.seed + i for i in range(run.settings["reference_episodes"])]
+    with torch.random.fork_rng():
+        torch.manual_seed(run.seed)
+        return collect_episodes(env_id, policy, validation, *dims), collect_episodes(env_id, policy, certificate, *dims)
+
+
+def _designs(design_of, sets) -> tuple:
+    """(design, target, lengths) of the validation and the certificate episodes."""
+    return tuple((*design_of(rows), lengths) for rows, lengths in sets)
+
+
+def free_prior_certificate(model, run) -> dict[str, float]:
+    """A certified agent's last layer against a data-free prior N(0, s^2), s chosen on validation episodes."""
+    from zoo.pbsac.certificate import loss_scale
+    from zoo.pbsac.references import agent_design, certify_linear, head_as_rows
+    from zoo.pbsac.sac import ReplayBuffer
+
+    agent, slices = model.agent, ReplayBuffer(1, model.obs_dim, model.act_dim).slices
+    sets = _episode_sets(run, model.hparams.env_id, agent.explore, (model.obs_dim, model.act_dim, model.scaler))
+    with torch.random.fork_rng():
+        torch.manual_seed(run.seed)
+        validation, certificate = _designs(lambda rows: agent_design(agent, rows, slices), sets)
+    start = head_as_rows(agent.critic.head_posterior()[0].detach(), agent.critic.head.weight.shape[0])
+    return certify_linear(
+        validation, certificate, loss_scale(model.rewards), start=start, fitted_prior=False, **CERTIFY
+    )
+
+
+def reference_critics(run) -> dict[str, dict[str, float]]:
+    """Constant critics on the trained and on a random policy's episodes; linear TD on untrained features."""
+    from zoo.pbsac.certificate import loss_scale
+    from zoo.pbsac.references import bellman_design, certify_linear, constant_design
+    from zoo.pbsac.sac import ReplayBuffer
+
+    model = run.load("pbsac")
+    dims, gamma = (model.obs_dim, model.act_dim, model.scaler), model.agent.config.gamma
+    slices, scale = ReplayBuffer(1, model.obs_dim, model.act_dim).slices, loss_scale(model.rewards)
+    trained = _episode_sets(run, model.hparams.env_id, model.agent.explore, dims)
+    generator = torch.Generator().manual_seed(run.seed)
+    uniform = lambda obs: torch.rand(len(obs), model.act_dim, generator=generator) * 2 - 1  # noqa: E731
+    random = _episode_sets(run, model.hparams.env_id, uniform, dims)
+    untrained = run.untrained("pbsac").agent  # fresh weights seeded by the seed: untrained features
+    with torch.random.fork_rng():
+        torch.manual_seed(run.seed)
+        bellman = _designs(
+            lambda rows: bellman_design(untrained.critic, model.agent.actor, rows, slices, gamma), trained
+        )
+    constant = lambda rows: constant_design(rows, slices, gamma)  # noqa: E731
+    return {
+        "reference_constant_critic": certify_linear(*_designs(constant, trained), scale, **CERTIFY),
+        "reference_constant_critic_random": certify_linear(*_designs(constant, random), scale, **CERTIFY),
+        "reference_fitted_last_layer": certify_linear(*bellman, scale, **CERTIFY),
+    }
+
+
 def score(arm: str, model, run) -> dict[str, float]:
     """Pendulum on the loaded (published or trained) agent, then MountainCar on a fit with the arm's switches."""
     scores = _episodes(run, "", arm, model.agent.act, model.scaler, model.certificates)
+    if model.certificates:
+        scores |= _complexity(model.certificates[-1], model.hparams.grid_size)
+        if arm in FREE_PRIOR_ARMS:
+            scores |= free_prior_certificate(model, run)
     if steps := run.settings["mcc_total_steps"]:
         switches = SAC_ARGS if arm == "sac" else run.protocol.arm(arm).fit_overrides(run)
         args = [f"--data.init_args.total_steps={steps}", f"--model.init_args.kappa_anneal_steps={steps}", *switches]
@@ -86,7 +174,7 @@ def claims(result: dict) -> list[Claim]:
         ratio = pbsac[f"{p}certificate"] / max(arms["reference_untrained"][f"{p}certificate"], 1e-12)
         out += [
             Claim(f"{p}certificate_non_vacuous", f"{task}: PB-SAC's final certificate < 1 on every seed",
-                  round(worst, 6), 1, worst < 1, arm="pbsac"),
+                  round(worst, 6), 1, worst < 1, kind="validity", arm="pbsac"),
             Claim(f"{p}kl_positive", f"{task}: the posterior moved away from the prior, KL > 0 on every seed",
                   round(least_kl, 6), 0, least_kl > 0, kind="validity", arm="pbsac"),
             Claim.at_most(f"{p}certificate_separates_learning",
@@ -99,6 +187,19 @@ def claims(result: dict) -> list[Claim]:
                           pbsac[f"{p}coverage"] - 1e-9, arm="pbsac"),
             beats(result, f"{p}return_bound", "pbsac", "reference_untrained"),
         ]  # fmt: skip
+    for ref in (r for r in REFERENCE_CRITICS if "certificate" in arms.get(r, {})):
+        ratio = pbsac["certificate"] / max(arms[ref]["certificate"], 1e-12)
+        out.append(Claim.at_most(f"certificate_vs_{ref}", f"PB-SAC's certificate <= 0.7 x {ref}'s (mean over seeds)",
+                                 ratio, 0.7, versus=ref, arm="pbsac"))  # fmt: skip
+    for prefix in ("", "free_"):
+        metric = f"{prefix}complexity"
+        if metric in arms["reference_untrained"] and metric in pbsac:
+            gains = paired_gains(result, metric, "pbsac", "reference_untrained", higher_is_better=False)
+            mean = sum(gains) / len(gains)
+            spread = std(gains)
+            out.append(Claim(f"{metric}_differs_from_untrained", f"|PB-SAC's {metric} - reference_untrained's| > the "
+                             f"seed spread ({spread:.3g})", round(abs(mean), 6), round(spread, 6),
+                             abs(mean) > spread and abs(mean) > 0, "reference_untrained", arm="pbsac"))  # fmt: skip
     if "mcc_return_mean" in pbsac:
         # standing still returns ~0 for every agent: a tie with SAC needs no exploration, hence the second claim
         out += [
@@ -136,16 +237,28 @@ PROTOCOL = Protocol(
     references=(
         Arm("reference_untrained", base="pbsac", overrides=UNTRAINED_ARGS, help="random warm-up only, certified"),
         Arm("reference_random_policy", measure=random_policy, help="uniform random actions"),
+        Arm("reference_constant_critic", help="Q = c on the trained policy's episodes, certified"),
+        Arm("reference_constant_critic_random", help="Q = c on a uniformly random policy's episodes, certified"),
+        Arm("reference_fitted_last_layer", help="untrained features, last layer fitted by linear TD, certified"),
     ),
+    shared=(Shared(REFERENCE_CRITICS, reference_critics),),
     settings={
         "total_steps": Setting(
             15_000, "Pendulum environment steps of training; kappa anneals over them",
             recipe_keys=("data.init_args.total_steps", "model.init_args.kappa_anneal_steps"), minimum=5_000,
         ),
         "mcc_total_steps": Setting(
-            15_000, "MountainCarContinuous environment steps of training (0: leave the task out)", minimum=0,
+            0, "MountainCarContinuous environment steps of training (0: leave the task out; no arm reached the "
+            "hilltop in 15k steps)", minimum=0,
         ),
         "eval_episodes": Setting(10, "deterministic evaluation episodes per agent, task and seed", minimum=1),
+        "reference_episodes": Setting(
+            200, "T, certificate episodes of the reference critics and of the data-free-prior certificates (PB-SAC's "
+            "certificate phase has 200)", minimum=1,
+        ),
+        "validation_episodes": Setting(
+            50, "validation episodes choosing the prior widths (and the references' prior means)", minimum=2,
+        ),
     },
     tuning={
         "pbsac": Tuning(
