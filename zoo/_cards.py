@@ -205,10 +205,21 @@ def card_text(paper: str) -> dict[str, str]:
     return {title: "\n".join(lines).strip() for title, lines in sections.items()}
 
 
+def strongest_other(result: dict[str, Any], metric: str) -> tuple[str, float] | None:
+    """The best non-method arm on ``metric`` (a baseline or reference; ablations and ceilings excluded), or None."""
+    settings, arms = result["settings"], result["arms"]
+    lower = metric in settings.get("lower_is_better", [])
+    others = [*settings.get("baselines", []), *settings.get("references", [])]
+    ceilings = settings.get("ceilings", [])
+    candidates = [arm for arm in others if arm not in ceilings and metric in arms.get(arm, {})]
+    if not candidates:
+        return None
+    best = (min if lower else max)(candidates, key=lambda a: arms[a][metric])
+    return best, arms[best][metric]
+
+
 def lead_section(entry: ModelEntry, metrics: dict[str, Any]) -> str:
     """The opening of the Results: card.md's ``Lead`` and the method against the strongest other arm, measured."""
-    from zoo._readme import strongest_other
-
     settings, arms = metrics.get("settings", {}), metrics.get("arms", {})
     method, metric = settings.get("method"), entry.pretrained_cfg.headline
     parts = [card_text(entry.paper).get("Lead", "")]

@@ -12,23 +12,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from zoo._cards import claim_summary, strongest_other
 from zoo._registry import ModelEntry, _all_entries
 
 README_START = "<!-- models-table:start: generated from hub_cards/*/metrics.json by `python tools/readme_table.py` -->"
 README_END = "<!-- models-table:end -->"
-
-
-def strongest_other(result: dict[str, Any], metric: str) -> tuple[str, float] | None:
-    """The best non-method arm on ``metric`` (a baseline or reference; ablations and ceilings excluded), or None."""
-    settings, arms = result["settings"], result["arms"]
-    lower = metric in settings.get("lower_is_better", [])
-    others = [*settings.get("baselines", []), *settings.get("references", [])]
-    ceilings = settings.get("ceilings", [])
-    candidates = [arm for arm in others if arm not in ceilings and metric in arms.get(arm, {})]
-    if not candidates:
-        return None
-    best = (min if lower else max)(candidates, key=lambda a: arms[a][metric])
-    return best, arms[best][metric]
 
 
 def headline(result: dict[str, Any], metric: str | None) -> str:
@@ -43,8 +31,6 @@ def headline(result: dict[str, Any], metric: str | None) -> str:
 
 def readme_table() -> str:
     """The README's models table, one row per evaluated paper."""
-    from zoo._cards import claim_summary
-
     papers: dict[str, list[ModelEntry]] = {}
     for entry in _all_entries():
         papers.setdefault(entry.paper, []).append(entry)
