@@ -23,6 +23,7 @@ from typing import Any
 from zoo._errors import ZooError
 from zoo.eval.engine import Evaluation, evaluation
 from zoo.eval.protocol import Step
+from zoo.eval.published import read_published
 
 STATE_ROOT = Path("runs") / "reproduce"
 
@@ -83,8 +84,10 @@ def last_seconds(ev: Evaluation, step: Step, state: dict[str, Any]) -> tuple[flo
             seconds = None
         return seconds, "the published export's wall time"
     if step.name == "eval":
-        path = ev.entry.mirror_dir / "pieces.json"
-        pieces = json.loads(path.read_text())["pieces"] if path.is_file() else []
+        try:
+            pieces = read_published(ev)["pieces"]
+        except ZooError:  # nothing published yet
+            pieces = []
         if pieces and all(piece.get("seconds") is not None for piece in pieces):  # carried over untimed: no total
             return sum(piece["seconds"] for piece in pieces), "the sum of the card's measured pieces"
     return None, ""
