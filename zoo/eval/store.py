@@ -36,8 +36,9 @@ def digest(value: Any) -> str:
 
 #: Files that only measure or describe a fit (never imported by training): a change to them keeps stored fits.
 EVALUATION_ONLY = ("evaluate*.py", "tune*.py", "usage.py", "publish.py")
-#: Core files that only measure, publish or print; ``zoo/eval/run.py`` (which runs the fits) is not among them.
-CORE_EVALUATION_ONLY = ("eval/[!r]*.py", "eval/reproduce.py", "_cards.py", "_readme.py", "_demo.py", "cli.py")
+#: Core files that only measure, publish or print: the harness except ``eval/run.py`` (which runs the fits).
+CORE_EVALUATION_ONLY = ("eval/*.py", "_cards.py", "_readme.py", "_demo.py", "cli.py")
+CORE_TRAINING = ("eval/run.py",)
 
 
 @functools.cache
@@ -57,6 +58,7 @@ def code_digest(paper: str, training: bool = False) -> str:
         files += sorted(p for p in (PACKAGE_ROOT / folder).rglob("*") if p.suffix in CODE_SUFFIXES)
     if training:
         skipped = {p for pattern in CORE_EVALUATION_ONLY for p in PACKAGE_ROOT.glob(pattern)}
+        skipped -= {PACKAGE_ROOT / name for name in CORE_TRAINING}
         skipped |= {p for pattern in EVALUATION_ONLY for p in (PACKAGE_ROOT / paper).glob(pattern)}
         files = [path for path in files if path not in skipped]
     files += sorted((recipes_root() / paper).rglob("*.yaml"))
