@@ -218,11 +218,17 @@ def strongest_other(result: dict[str, Any], metric: str) -> tuple[str, float] | 
     return best, arms[best][metric]
 
 
-def lead_section(entry: ModelEntry, metrics: dict[str, Any]) -> str:
-    """The opening of the Results: card.md's ``Lead`` and the method against the strongest other arm, measured."""
+def lead_section(entry: ModelEntry, metrics: dict[str, Any], text: dict[str, str]) -> str:
+    """The opening of the Results: card.md's ``Lead`` and the method against the strongest other arm, measured.
+
+    Args:
+        entry: The registry entry.
+        metrics: Its eval result.
+        text: The paper's card.md sections (``card_text``).
+    """
     settings, arms = metrics.get("settings", {}), metrics.get("arms", {})
     method, metric = settings.get("method"), entry.pretrained_cfg.headline
-    parts = [card_text(entry.paper).get("Lead", "")]
+    parts = [text.get("Lead", "")]
     if metric and metric in arms.get(method, {}):
         better = "lower" if metric in settings.get("lower_is_better", []) else "higher"
         other = strongest_other(metrics, metric)
@@ -239,9 +245,14 @@ def lead_section(entry: ModelEntry, metrics: dict[str, Any]) -> str:
     return "\n\n".join(part for part in parts if part) + "\n"
 
 
-def notes_section(entry: ModelEntry, metrics: dict[str, Any]) -> str:
-    """Setup, what held, what did not and why, deviations: the card's text and the paper claims' verdicts."""
-    text = card_text(entry.paper)
+def notes_section(entry: ModelEntry, metrics: dict[str, Any], text: dict[str, str]) -> str:
+    """Setup, what held, what did not and why, deviations: the card's text and the paper claims' verdicts.
+
+    Args:
+        entry: The registry entry.
+        metrics: Its eval result.
+        text: The paper's card.md sections (``card_text``).
+    """
     paper_claims = [c for c in metrics.get("claims", []) if c.get("kind", "paper") == "paper"]
     held = [f"- {c['text']} (measured {_fmt(c['value'])})" for c in paper_claims if c["holds"]]
     failed = [f"- {c['text']}: measured {_fmt(c['value'])}" for c in paper_claims if not c["holds"]]
@@ -316,6 +327,7 @@ def render_card(name: str, metrics: dict[str, Any] | None = None):
     cfg = entry.pretrained_cfg
     folder = entry.mirror_dir
     metrics = metrics if metrics is not None else load_metrics(folder)
+    text = card_text(entry.paper)
     arm = entry.eval_arm
     hub_datasets = [HUB_DATASETS[d] for d in cfg.datasets if d in HUB_DATASETS]
     task = pipeline_tag(cfg.task)
@@ -395,7 +407,7 @@ the module has `save_pretrained`, `push_to_hub` and `from_pretrained` where it m
 {_training_section(entry, folder)}
 ## Results
 
-{lead_section(entry, metrics)}
+{lead_section(entry, metrics, text)}
 Measured by `zoo eval {metrics["name"]}` (zoo {metrics["zoo_version"]}{_measured_at(metrics)}), seeds
 {metrics["seeds"]}; this entry is the arm **{arm}**. These numbers are ours, not copied from the paper; every
 piece (arm, seed) is in `pieces.json`.
@@ -415,7 +427,7 @@ piece (arm, seed) is in `pieces.json`.
 
 ## Notes
 
-{notes_section(entry, metrics)}
+{notes_section(entry, metrics, text)}
 
 ## Files
 
