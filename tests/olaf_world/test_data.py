@@ -59,6 +59,8 @@ def test_behaviour_policy_is_persistent_and_mostly_moves():
         ({"teacher_size": 100}, "teacher_size"),
         ({"teacher_size": 64, "teacher_grid": 4}, "teacher_grid"),
         ({"teacher_readout": "flow"}, "teacher_readout"),
+        ({"context_b": "flip"}, "context_b="),
+        ({"teacher": "phase_correlation", "target": "static"}, "only target='delta'"),
     ],
 )
 def test_bad_datamodule_arguments_raise_one_clear_line(kwargs, message):
@@ -190,3 +192,56 @@ def test_prototype_gap_of_five_ale_actions():
     assert prototype_gap(np.concatenate([eye, eye]), actions, context) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="no held-out transition of action 5"):
         prototype_gap(np.concatenate([eye, eye]), actions, context, num_actions=6)
+
+
+def test_phase_shift_reads_the_displacement_later_minus_earlier():
+    from zoo.olaf_world.clips import phase_shift
+
+    rng = np.random.default_rng(0)
+    before = rng.integers(0, 255, (3, 64, 64, 3)).astype(np.uint8)
+    after = np.stack([np.roll(before[0], 3, axis=1), np.roll(before[1], -7, axis=0), before[2]])
+    np.testing.assert_array_equal(phase_shift(before, after), [[3, 0], [0, -7], [0, 0]])
+    with pytest.raises(ValueError, match="one shape"):
+        phase_shift(before, after[:, :32])
+
+
+def test_motion_teacher_tau_is_the_normalised_mean_shift_and_the_gate_sees_the_actions():
+    from zoo.olaf_world import clips as clip_lib
+
+    dm = LatentActionVideoDataModule(teacher="phase_correlation", steps_per_seed=6, use_cache=False)
+    assert dm.teacher_dim == 2
+    rng = np.random.default_rng(1)
+    base = rng.integers(0, 255, (64, 64, 3)).astype(np.uint8)
+    frames = np.stack([np.roll(base, -7 * k, axis=1) for k in range(4)])  # the view scrolls 7 px left each step
+    clips = {"frames": frames, "frame_index": np.array([[0, 1, 2, 3]]), "world_seed": np.array([0])}
+    np.testing.assert_allclose(dm.tau(clips), [[-1.0, 0.0]], atol=1e-6)
+    np.testing.assert_allclose(dm.transition_targets(clips), [[-1.0, 0.0]] * 3, atol=1e-6)
+    assert clip_lib.motion_features(frames)[-1].tolist() == [0.0, 0.0]  # the last frame has no successor
+
+
+def test_recoloured_context_b_changes_only_b_and_keeps_the_motion():
+    from zoo.olaf_world.clips import phase_shift, recolour
+
+    same = LatentActionVideoDataModule(split="world", steps_per_seed=4, eval_seeds_per_context=1, use_cache=False)
+    other = LatentActionVideoDataModule(
+        split="world", steps_per_seed=4, eval_seeds_per_context=1, use_cache=False, context_b="recolour"
+    )
+    a, b = same.clips("val"), other.clips("val")
+    in_b = b["context"] == 1
+    np.testing.assert_array_equal(a["videos"][~in_b], b["videos"][~in_b])
+    np.testing.assert_array_equal(recolour(a["videos"][in_b]), b["videos"][in_b])
+    assert not np.array_equal(a["videos"][in_b], b["videos"][in_b])
+    v = b["videos"][in_b]
+    np.testing.assert_array_equal(
+        phase_shift(v[:, 0], v[:, 1]), phase_shift(a["videos"][in_b][:, 0], a["videos"][in_b][:, 1])
+    )
+
+
+def test_zoomed_context_b_renders_smaller_tiles_only_in_b():
+    from zoo.olaf_world.clips import collect
+
+    normal = collect([50], steps=1, length=2, stride=1)
+    zoomed = collect([0, 50], steps=1, length=2, stride=1, view_b=11)
+    np.testing.assert_array_equal(normal["frames"][:2], collect([50], 1, 2, 1)["frames"][:2])
+    np.testing.assert_array_equal(zoomed["frames"][:2], collect([0], 1, 2, 1)["frames"][:2])  # A is untouched
+    assert not np.array_equal(zoomed["frames"][2:], normal["frames"])

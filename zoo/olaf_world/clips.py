@@ -38,7 +38,14 @@ ALE_FRAMESKIP = 4  # emulator frames per policy step (ALE v5's default)
 ALE_INTRO_FRAMES = {"ms_pacman": 280, "alien": 60}
 SPLITS = ("world", "terrain")
 CONTEXT_B_FIRST_SEED = 50
-TEACHERS = ("efficientnet_lite0", "random_efficientnet_lite0")
+TEACHERS = ("efficientnet_lite0", "random_efficientnet_lite0", "phase_correlation")
+# how context B differs from A beyond the split: "same", "recolour" (inverted, channels rotated) or "zoom" (Crafter's
+# view 11 x 11 tiles of 5 px instead of 9 x 9 of 7 px: a move scrolls 5 px instead of 7, every sprite is smaller)
+CONTEXT_STYLES = ("same", "recolour", "zoom")
+ZOOM_VIEW = 11
+MOTION_RADIUS = 10  # largest shift (px) the phase-correlation readout looks for
+MOTION_ROWS = 44  # rows of the frame it reads: the local view, not Crafter's static inventory rows below it
+PLAYER_BOX = (slice(16, 34), slice(22, 42))  # rows, columns zeroed: the player sprite at the view's centre
 TARGETS = ("delta", "static")
 READOUTS = ("pooled", "keypoints")
 
@@ -101,7 +108,7 @@ def start_tile(env, material: str, rng: np.random.Generator, clearance: int = 4)
 
 
 def play_crafter(
-    world_seed: int, steps: int, policy_seed: int = 0, start: str | None = None
+    world_seed: int, steps: int, policy_seed: int = 0, start: str | None = None, view: int = 9
 ) -> tuple[np.ndarray, np.ndarray]:
     """One episode of the behaviour policy in Crafter world ``world_seed``.
 
@@ -111,6 +118,7 @@ def play_crafter(
         policy_seed: Seed of the behaviour policy (combined with the world seed).
         start: ``None`` (Crafter's spawn, on grass) or a material (``"grass"``, ``"path"`` = caves) the
             player is moved onto after the reset (a random free tile away from lava).
+        view: Tiles per side of Crafter's view (9, the default: 7 px tiles at 64 px; 11: 5 px tiles).
 
     Returns:
         frames ``(steps + 1, 64, 64, 3)`` uint8 and actions ``(steps,)`` int64 (action ``t`` leads from frame
@@ -124,7 +132,7 @@ def play_crafter(
         raise MissingExtraError("olaf_world's clips need crafter: pip install 'icml26-zoo[games]'") from None
     rng = np.random.default_rng([policy_seed, world_seed])
     actions = behaviour_actions(steps, rng)
-    env = crafter.Env(size=(64, 64), seed=int(world_seed))
+    env = crafter.Env(size=(64, 64), seed=int(world_seed), view=(view, view))
 
     tile_rng = np.random.default_rng([policy_seed, world_seed, 1])
 
@@ -218,10 +226,17 @@ def windows(num_frames: int, length: int, stride: int) -> np.ndarray:
 
 
 def collect(
-    world_seeds, steps: int, length: int, stride: int, policy_seed: int = 0, split: str = "world", env: str = "crafter"
+    world_seeds,
+    steps: int,
+    length: int,
+    stride: int,
+    policy_seed: int = 0,
+    split: str = "world",
+    env: str = "crafter",
+    view_b: int = 9,
 ) -> dict[str, np.ndarray]:
     """Clips of ``length`` frames from one episode per world seed (``env="ale"``: MsPacman / Alien; ``split`` is
-    then unused: the game is the context).
+    then unused: the game is the context; ``view_b``: Crafter's view in context B, see :func:`play_crafter`).
 
     Returns:
         ``videos`` (N, T, 64, 64, 3) uint8, ``actions`` (N, T-1), ``context`` (N,), ``world_seed`` (N,),
@@ -235,7 +250,8 @@ def collect(
     if env == "ale":
         episodes = [play_ale(s, steps, policy_seed) for s in seeds]
     else:
-        episodes = [play_crafter(s, steps, policy_seed, start_material(s, split)) for s in seeds]
+        views = [view_b if s >= CONTEXT_B_FIRST_SEED else 9 for s in seeds]
+        episodes = [play_crafter(s, steps, policy_seed, start_material(s, split), v) for s, v in zip(seeds, views)]
     starts = windows(steps + 1, length, stride)
     offsets = starts[:, None] + np.arange(length)[None, :]
     videos, actions, frame_index, world = [], [], [], []
@@ -324,10 +340,12 @@ def teacher_features(
         readout: ``"pooled"`` (the paper's spatial mean, or the ``grid`` map) or ``"keypoints"`` (80-d channel
             centroids at stride 8, :func:`keypoint_features`).
     """
-    from zoo.common import efficientnet
-
     if teacher not in TEACHERS:
         raise ValueError(f"teacher={teacher!r}: choose one of {', '.join(TEACHERS)}")
+    if teacher == "phase_correlation":  # a per-transition readout: row i is the motion from frame i to i + 1
+        return motion_features(frames)
+    from zoo.common import efficientnet
+
     if readout not in READOUTS:
         raise ValueError(f"readout={readout!r}: choose one of {', '.join(READOUTS)}")
     model = None if teacher == "efficientnet_lite0" else efficientnet.random_efficientnet_lite0(seed=0)
@@ -336,8 +354,11 @@ def teacher_features(
     return efficientnet.features(frames, size=size, batch_size=batch_size, model=model, grid=grid)
 
 
-def teacher_dim(grid: int | None = None, readout: str = "pooled") -> int:
-    """Width of tau for a teacher map of ``grid x grid`` cells (``None``: pooled), or 80 for keypoints."""
+def teacher_dim(grid: int | None = None, readout: str = "pooled", teacher: str = "efficientnet_lite0") -> int:
+    """Width of tau for a teacher map of ``grid x grid`` cells (``None``: pooled), 80 for keypoints, 2 for the
+    phase-correlation motion readout."""
+    if teacher == "phase_correlation":
+        return 2
     return 80 if readout == "keypoints" else 1280 * (grid or 1) ** 2
 
 
@@ -354,6 +375,7 @@ def cached_clips(
     policy_seed: int = 0,
     use_cache: bool = True,
     split: str = "world",
+    view_b: int = 9,
 ) -> dict[str, np.ndarray]:
     """:func:`collect`, cached as ``.npz`` under :func:`cache_dir` (keyed by every argument)."""
     check_env(env)
@@ -363,11 +385,13 @@ def cached_clips(
         if split == "world" or env == "ale"
         else _key(seeds, steps, length, stride, policy_seed, split)
     )
+    if view_b != 9 and env == "crafter":
+        key = _key(key, view_b)
     path = cache_dir() / f"clips-{env}-{key}.npz"
     if use_cache and path.is_file():
         with np.load(path) as data:
             return {k: data[k] for k in data.files}
-    clips = collect(seeds, steps, length, stride, policy_seed, split, env)
+    clips = collect(seeds, steps, length, stride, policy_seed, split, env, view_b)
     if use_cache:
         tmp = path.with_suffix(f".tmp{os.getpid()}.npz")
         np.savez(tmp, **clips)
@@ -396,3 +420,60 @@ def cached_frame_features(
         np.save(tmp, feats)
         tmp.replace(path)
     return feats
+
+
+def recolour(frames: np.ndarray) -> np.ndarray:
+    """Context B's recoloured look: inverted intensities with the colour channels rotated (uint8 in, uint8 out)."""
+    frames = np.asarray(frames)
+    return (255 - frames[..., [2, 0, 1]]).astype(np.uint8)
+
+
+def phase_shift(
+    before: np.ndarray, after: np.ndarray, radius: int = MOTION_RADIUS, rows: int | None = MOTION_ROWS
+) -> np.ndarray:
+    """The global displacement ``(dx, dy)`` in pixels of ``after`` against ``before`` by phase correlation.
+
+    A frozen, label-free motion readout (ours, a stand-in for the paper's video encoder): the grey frames' top
+    ``rows`` rows with the mean removed and the box around the view's centre (where Crafter draws the player,
+    who never scrolls) zeroed, the normalised cross-power spectrum ``F_after conj(F_before) / |...|``, and the
+    peak of its inverse within ``radius`` pixels of zero. Positive ``dx`` = the content moved right, positive
+    ``dy`` = down (later minus earlier). No window: a Hann window weights the static centre most (chosen on
+    validation worlds among 8 variants, ``benchmarks/olaf_world/teacher_probe.py``).
+
+    Args:
+        before: Frames ``(N, H, W, 3)`` or ``(N, H, W)`` (any numeric type).
+        after: Frames of the same shape.
+        radius: Largest shift looked for.
+        rows: Rows of each frame read (``None``: all).
+
+    Returns:
+        ``(N, 2)`` float32 of integer shifts ``(dx, dy)``.
+    """
+    before, after = np.asarray(before, np.float64), np.asarray(after, np.float64)
+    if before.shape != after.shape or before.ndim not in (3, 4):
+        raise ValueError(f"frames must be two (N, H, W[, 3]) arrays of one shape, got {before.shape}, {after.shape}")
+    if before.ndim == 4:
+        before, after = before.mean(axis=-1), after.mean(axis=-1)
+    before, after = before[:, :rows], after[:, :rows]
+    h, w = before.shape[1:]
+    mask = np.ones((h, w))
+    mask[PLAYER_BOX] = 0.0
+    spectra = [np.fft.rfft2((f - f.mean(axis=(1, 2), keepdims=True)) * mask) for f in (before, after)]
+    cross = spectra[1] * np.conj(spectra[0])
+    surface = np.fft.irfft2(cross / np.maximum(np.abs(cross), 1e-9), s=(h, w))
+    offsets = np.arange(-radius, radius + 1)
+    local = surface[:, offsets[:, None] % h, offsets[None, :] % w]  # (N, dy, dx) around zero
+    peak = local.reshape(len(local), -1).argmax(axis=1)
+    dy, dx = np.unravel_index(peak, local.shape[1:])
+    return np.stack([offsets[dx], offsets[dy]], axis=1).astype(np.float32)
+
+
+def motion_features(frames: np.ndarray, batch_size: int = 1024) -> np.ndarray:
+    """Per-frame motion ``(N, 2)`` of a frame table: row ``i`` is :func:`phase_shift` from frame ``i`` to ``i + 1``
+    divided by 7 (Crafter's tile at 64 px); the last row is zero (it has no successor and no clip reads it)."""
+    frames = np.asarray(frames)
+    out = np.zeros((len(frames), 2), np.float32)
+    for start in range(0, len(frames) - 1, batch_size):
+        stop = min(start + batch_size, len(frames) - 1)
+        out[start:stop] = phase_shift(frames[start:stop], frames[start + 1 : stop + 1]) / 7.0
+    return out

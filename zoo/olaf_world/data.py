@@ -54,8 +54,13 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
         steps_per_seed: Policy steps of the one episode played in each world seed.
         train_seeds_per_context: Training world seeds per context (0..n-1 and 50..50+n-1), at most 30.
         eval_seeds_per_context: Validation (40.., 90..) and test (30.., 80..) world seeds per context, at most 10.
-        teacher: Frozen encoder of tau: ``"efficientnet_lite0"`` or ``"random_efficientnet_lite0"``.
-        target: ``"delta"`` (SeqDelta-REPA) or ``"static"`` (the clip's mean feature: an ablation).
+        teacher: Frozen encoder of tau: ``"efficientnet_lite0"``, ``"random_efficientnet_lite0"`` or
+            ``"phase_correlation"`` (a label-free motion readout: the global shift between consecutive frames,
+            2-d, :func:`zoo.olaf_world.clips.phase_shift`; tau = normalize(mean_k shift_k)).
+        target: ``"delta"`` (SeqDelta-REPA) or ``"static"`` (the clip's mean feature: an ablation; not with the
+            phase-correlation teacher, which has no per-frame feature).
+        context_b: How context B looks besides the split: ``"same"``, ``"recolour"`` (inverted, channels rotated)
+            or ``"zoom"`` (Crafter's 11 x 11 view: 5 px tiles instead of 7 px).
         teacher_size: Side the frames are resized to for the teacher (64 or 128 px).
         teacher_grid: ``None``: tau from the spatially pooled feature (1280-d); ``g``: from the feature map pooled
             to ``g x g`` cells (``1280 g^2``-d; the model's ``teacher_dim`` must match).
@@ -79,6 +84,7 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
         teacher_size: int = 64,
         teacher_grid: int | None = None,
         teacher_readout: str = "pooled",
+        context_b: str = "same",
         batch_size: int = 32,
         policy_seed: int = 0,
         use_cache: bool = True,
@@ -99,6 +105,10 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
             raise ValueError(f"teacher={teacher!r}: choose one of {', '.join(clip_lib.TEACHERS)}")
         if target not in clip_lib.TARGETS:
             raise ValueError(f"target={target!r}: choose one of {', '.join(clip_lib.TARGETS)}")
+        if context_b not in clip_lib.CONTEXT_STYLES:
+            raise ValueError(f"context_b={context_b!r}: choose one of {', '.join(clip_lib.CONTEXT_STYLES)}")
+        if teacher == "phase_correlation" and target != "delta":
+            raise ValueError("teacher='phase_correlation' reads motion between frames: only target='delta'")
         if teacher_size % 32 or teacher_size < 32:
             raise ValueError(f"teacher_size={teacher_size}: choose a multiple of 32 (64 or 128)")
         if teacher_grid is not None and not 1 <= teacher_grid <= teacher_size // 32:
@@ -112,7 +122,8 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
     @property
     def teacher_dim(self) -> int:
         """Width of tau (the model's ``teacher_dim``)."""
-        return clip_lib.teacher_dim(self.hparams.teacher_grid, self.hparams.teacher_readout)
+        hp = self.hparams
+        return clip_lib.teacher_dim(hp.teacher_grid, hp.teacher_readout, hp.teacher)
 
     def clips(self, split: str) -> dict[str, np.ndarray]:
         """The clips of ``"train"`` (stride 1), ``"val"`` or ``"test"`` (non-overlapping) world seeds."""
@@ -124,9 +135,17 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
             seeds, stride = context_seeds(first, hp.eval_seeds_per_context), hp.clip_length - 1
         else:
             raise ValueError(f"split={split!r}: choose train, val or test")
-        return clip_lib.cached_clips(
-            hp.env, seeds, hp.steps_per_seed, hp.clip_length, stride, hp.policy_seed, hp.use_cache, hp.split
+        view_b = clip_lib.ZOOM_VIEW if hp.context_b == "zoom" else 9
+        out = clip_lib.cached_clips(
+            hp.env, seeds, hp.steps_per_seed, hp.clip_length, stride, hp.policy_seed, hp.use_cache, hp.split, view_b
         )
+        if hp.context_b == "recolour":
+            frame_context = np.repeat(clip_lib.context_of(np.asarray(seeds)), hp.steps_per_seed + 1)
+            out["frames"] = np.where(
+                frame_context[:, None, None, None] == 1, clip_lib.recolour(out["frames"]), out["frames"]
+            )
+            out["videos"] = out["frames"][out["frame_index"]]
+        return out
 
     def tau(self, clips: dict[str, np.ndarray]) -> np.ndarray:
         """tau ``(N, teacher_dim)`` of every clip, from per-frame teacher features (cached)."""
@@ -137,12 +156,33 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
             clips, hp.teacher, tag, hp.use_cache, hp.teacher_size, hp.teacher_grid, hp.teacher_readout
         )
         index = clips["frame_index"]
+        if hp.teacher == "phase_correlation":  # features are per transition already: tau = normalize(mean_k m_k)
+            motion = features[index[:, :-1]].mean(axis=1)
+            return (motion / np.maximum(np.linalg.norm(motion, axis=1, keepdims=True), 1e-12)).astype(np.float32)
         if hp.target == "delta":  # mean_k (s_{k+1} - s_k) = (s_{T-1} - s_0) / (T - 1): the same unit vector
             index = index[:, [0, -1]]
         chunks = [
             clip_lib.tau_from_features(features[index[i : i + 1024]], hp.target) for i in range(0, len(index), 1024)
         ]
         return np.concatenate(chunks) if chunks else np.zeros((0, features.shape[1]), np.float32)
+
+    def transition_targets(self, clips: dict[str, np.ndarray]) -> np.ndarray:
+        """The teacher's temporal target of every transition ``(N (T-1), D)``, in the order of
+        ``clips["actions"].reshape(-1)``: the motion readout, or the normalised feature difference of an encoder.
+        A linear probe of these on the true actions is the teacher gate (does the target carry the action?)."""
+        hp = self.hparams
+        tag = clip_lib._key(tuple(clips["world_seed"][[0, -1]].tolist()), clips["frames"].shape, hp.policy_seed)
+        tag += "-" + clip_lib._key(clips["frames"][:: max(1, len(clips["frames"]) // 16)].tobytes())
+        features = clip_lib.cached_frame_features(
+            clips, hp.teacher, tag, hp.use_cache, hp.teacher_size, hp.teacher_grid, hp.teacher_readout
+        )
+        index = clips["frame_index"]
+        if hp.teacher == "phase_correlation":
+            out = features[index[:, :-1]]
+        else:
+            out = features[index[:, 1:]] - features[index[:, :-1]]
+            out = out / np.maximum(np.linalg.norm(out, axis=-1, keepdims=True), 1e-12)
+        return out.reshape(-1, out.shape[-1])
 
     def setup(self, stage: str | None = None) -> None:
         if stage in (None, "fit"):
@@ -172,11 +212,11 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
         return DataLoader(self.test_set, batch_size=256)
 
 
-def build(split: str = "terrain") -> None:
+def build(split: str = "terrain", context_b: str = "zoom") -> None:
     """Render the recipes' clips and the teacher features of every variant the evaluation trains (the data step of
     ``zoo reproduce olaf_world``; the fits and the evaluation would otherwise render them on first use)."""
-    for variant in ({}, {"teacher": "random_efficientnet_lite0"}, {"target": "static"}):
-        module = LatentActionVideoDataModule(split=split, **variant)
+    for teacher in ("phase_correlation", "efficientnet_lite0"):
+        module = LatentActionVideoDataModule(split=split, context_b=context_b, teacher=teacher)
         module.tau(module.clips("train"))
     for split_name in ("val", "test"):
         module.clips(split_name)

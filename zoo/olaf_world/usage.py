@@ -16,7 +16,8 @@ from zoo.olaf_world.clips import ACTION_NAMES, collect
 from zoo.olaf_world.evaluate import score_pretrained
 
 model = zoo.load("$name", pretrained=True)  # LAM + trajectory head; no teacher needed at inference
-clip = collect([80], steps=3, length=4, stride=3)  # one held-out clip of world 80 (context B), rendered by crafter
+# one held-out clip of world 80 (context B: a cave start seen through the zoomed 11 x 11 view), rendered by crafter
+clip = collect([80], steps=3, length=4, stride=3, split="terrain", view_b=11)
 videos = torch.as_tensor(clip["videos"]).float() / 255  # (1, 4, 64, 64, 3) in [0, 1]
 with torch.no_grad():
     mu = model(videos)  # (1, 3, 32): one latent action per transition
