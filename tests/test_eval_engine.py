@@ -146,6 +146,18 @@ def test_verify_re_measures_the_chosen_pieces_and_compares_each_with_the_card(ti
     assert result["claims"]  # the other arms' published pieces complete it
 
 
+def test_pieces_recorded_without_seconds_get_their_share_of_the_arms_time_when_read(tiny_card):
+    path = tiny_card.entry.mirror_dir / "pieces.json"
+    record = json.loads(path.read_text())
+    for piece in record["pieces"]:
+        piece.pop("seconds", None)
+    record["timings"] = {"tiny_s": 9.0}  # the older format: one total per arm
+    path.write_text(json.dumps(record))
+    pieces = read_published(tiny_card)["pieces"]
+    assert [p["seconds"] for p in pieces if p["arm"] == "tiny"] == [3.0, 3.0, 3.0]
+    assert all(p.get("seconds") is None for p in pieces if p["arm"] != "tiny")  # no recorded time: none invented
+
+
 def test_weights_score_only_the_method_and_train_nothing(tiny_card, tmp_path, monkeypatch):
     import torch
 

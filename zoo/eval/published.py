@@ -42,11 +42,24 @@ def read_published(ev: Evaluation) -> dict[str, Any]:
     for folder in [ev.entry.mirror_dir, *folders(ev)]:
         path = folder / PIECES_FILE
         if path.is_file():
-            return json.loads(path.read_text())
+            return _with_piece_seconds(json.loads(path.read_text()))
     raise ZooError(
         f"{ev.entry.name} has no published pieces ({ev.entry.mirror_dir / PIECES_FILE}); measure them with "
         f"`zoo eval {ev.entry.name} --verify` (add --card to publish)"
     )
+
+
+def _with_piece_seconds(record: dict[str, Any]) -> dict[str, Any]:
+    """Give pieces recorded before pieces carried ``seconds`` their share of their arm's recorded time, so that a
+    measurement that reuses them (``--arms NEW --card``) keeps the old arms' timings instead of zeros."""
+    timings = record.get("timings") or {}
+    counts: dict[str, int] = {}
+    for piece in record["pieces"]:
+        counts[piece["arm"]] = counts.get(piece["arm"], 0) + 1
+    for piece in record["pieces"]:
+        if piece.get("seconds") is None and f"{piece['arm']}_s" in timings:
+            piece["seconds"] = round(timings[f"{piece['arm']}_s"] / counts[piece["arm"]], 2)
+    return record
 
 
 def result_of(ev: Evaluation, record: Mapping[str, Any], pieces: Sequence[Mapping[str, Any]] | None = None) -> dict:
