@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from zoo.boba.evaluate import PROTOCOL, TUNED, claims
+from zoo.boba.evaluate import MANY_ROUNDS, PROTOCOL, TUNED, claims
 from zoo.eval import Run
 from zoo.eval.engine import evaluation, measure_task
 from zoo.eval.result import assemble
@@ -42,9 +42,11 @@ class FakeRun(Run):
 
 def test_arms_train_the_boba_recipe_with_their_overrides_and_are_timed():
     run = FakeRun(seed=2)
-    for arm in PROTOCOL.arms[1:]:
+    trained = [arm for arm in PROTOCOL.arms[1:] if PROTOCOL.arm(arm).measure is None]
+    assert "reference_tanimoto_expand" not in trained  # measured without a fit
+    for arm in trained:
         measure_task(PROTOCOL, run, (arm,))
-    fits = dict(zip(PROTOCOL.arms[1:], run.trained, strict=True))
+    fits = dict(zip(trained, run.trained, strict=True))
     assert {recipe for recipe, _ in fits.values()} == {RECIPE}
     assert fits["full_greedy"][1] == [
         "--model.init_args.strategy=full_greedy",
@@ -54,6 +56,14 @@ def test_arms_train_the_boba_recipe_with_their_overrides_and_are_timed():
     assert fits["boba_greedy_arm"][1] == ["--model.init_args.arm_rule=greedy"]
     assert fits["boba_ucb_kmeans"][1] == ["--data.init_args.partition=kmeans"]
     assert fits["random"][1] == ["--model.init_args.strategy=random"]
+    assert fits["full_greedy_equal_epochs"][1][2] == "--model.init_args.epochs_per_round=30"
+    assert fits["boba_ucb_m20"][1] == ["--model.init_args.arm_fraction=0.2"]
+    assert fits["boba_greedy_arm_many_rounds"][1][:2] == [
+        "--model.init_args.arm_rule=greedy",
+        f"--model.init_args.rounds={MANY_ROUNDS}",
+    ]
+    assert fits["boba_ucb_many_rounds"][1][1:] == fits["boba_greedy_arm_many_rounds"][1][1:]
+    assert fits["boba_ucb_many_rounds"][1][0].startswith("--model.init_args.exploration=")
     assert all(PROTOCOL.is_timed(arm) for arm in PROTOCOL.arms)
 
 
@@ -78,3 +88,34 @@ def test_headroom_gate_holds_on_every_seed_not_the_mean():
     gate = next(c for c in claims(result) if c.id == "full_greedy_headroom")
     assert gate.kind == "headroom" and not gate.holds and gate.value == pytest.approx(0.9)
     assert next(c for c in claims(result) if c.id == "oracle_calls_equal").holds
+
+
+def _result(recalls: dict, inferences: dict | None = None):
+    pieces = [
+        {"arm": arm, "seed": seed, "scores": {
+            "recall_top1pct": recalls.get(arm, 0.5) + 0.001 * seed,
+            "surrogate_inferences": ({"full_greedy": 1.0} | (inferences or {})).get(arm, 0.2) * 268125,
+            "oracle_calls": 9.0}}
+        for arm in PROTOCOL.arms
+        for seed in (0, 1, 2)
+    ]  # fmt: skip
+    result = assemble(PROTOCOL, "boba.amide_cap14", pieces, PROTOCOL.resolve(), seeds=[0, 1, 2])
+    return {c.id: c for c in claims(result)}
+
+
+def test_the_budget_claim_needs_both_the_recall_ratio_and_the_inference_budget():
+    full = {"full_greedy": 0.7, "full_greedy_equal_epochs": 0.7}
+    claim = _result({**full, "boba_ucb_m20": 0.64})["boba_ucb_90pct_of_full_greedy_at_budget"]
+    assert claim.holds and claim.value == pytest.approx(0.641 / 0.701, abs=1e-6) and claim.kind == "paper"
+    assert not _result({**full, "boba_ucb_m20": 0.62})["boba_ucb_90pct_of_full_greedy_at_budget"].holds
+    over_budget = _result({**full, "boba_ucb_m20": 0.69}, {"full_greedy": 1.0, "boba_ucb_m20": 0.3})
+    assert not over_budget["boba_ucb_90pct_of_full_greedy_at_budget"].holds  # ratio 0.98, but 30% of inferences
+
+
+def test_many_rounds_and_tanimoto_claims_compare_the_right_arms():
+    ids = _result({"boba_ucb_many_rounds": 0.56, "boba_greedy_arm_many_rounds": 0.5, "reference_tanimoto_expand": 0.3})
+    many = ids["boba_ucb_many_rounds_beats_boba_greedy_arm_many_rounds_recall_top1pct"]
+    assert many.holds and many.value == pytest.approx(0.06) and many.text.startswith(f"{MANY_ROUNDS} rounds")
+    assert ids["boba_ucb_beats_reference_tanimoto_expand_recall_top1pct"].value == pytest.approx(0.2)
+    close = _result({"boba_ucb_many_rounds": 0.54, "boba_greedy_arm_many_rounds": 0.5})
+    assert not close["boba_ucb_many_rounds_beats_boba_greedy_arm_many_rounds_recall_top1pct"].holds  # 0.04 < 0.05
