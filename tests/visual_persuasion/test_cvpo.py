@@ -96,7 +96,17 @@ def test_every_arm_runs_and_random_search_spends_the_budget(items):
     budgets = [o.calls for o in cvpo]
     random, _, _ = optimise_items("random_search", few, judge(), MEAN, STD, settings, 0, budgets=budgets)
     assert all(abs(r.calls - b) <= 6 for r, b in zip(random, budgets, strict=True))
-    for arm in ("original", "vfd", "oracle_gradient", "cvpo_no_consistency", "cvpo_random_proposer"):
+    learning = ArmSettings(max_rounds=12, oracle_steps=2, cvpo_learn=True, cvpo_winner_base=True, best_of_n=4)
+    learned, _, _ = optimise_items("cvpo", few, judge(), MEAN, STD, learning, 0)
+    assert all(o.best.ssim >= 0.5 and o.calls > 0 for o in learned)
+    for arm in (
+        "original",
+        "vfd",
+        "oracle_gradient",
+        "cvpo_no_consistency",
+        "cvpo_random_proposer",
+        "reference_best_of_n",
+    ):
         outcomes, _, _ = optimise_items(arm, few, judge(), MEAN, STD, settings, 0)
         assert all(o.best.ssim >= 0.5 for o in outcomes), arm
     with pytest.raises(ValueError, match="unknown arm"):
@@ -136,3 +146,53 @@ def test_revealed_preferences_recover_a_known_choice_model():
     themes = autointerp(observations, fit["coef"])
     assert themes["top_themes"] == ["larger subject (closer framing)", "brighter lighting", "less cluttered background"]
     assert sum(c["size"] for c in themes["clusters"]) == 2000
+
+
+def test_the_learned_direction_follows_the_contest_outcomes_by_hand():
+    learned = optimise.LearnedDirection(decay=0.5)
+    assert learned.direction() is None
+    e0, e1, zero = np.eye(7)[0], np.eye(7)[1], np.zeros(7)
+    learned.update(2 * e0, zero, 0.75)  # unit difference e0, weight 2 * 0.75 - 1 = 0.5
+    assert np.allclose(learned.vector, 0.5 * e0) and np.allclose(learned.direction(), e0)
+    learned.update(zero, e1, 1.0)  # the winner is -e1 away: 0.5 * (0.5 e0) + 1.0 * (-e1)
+    assert np.allclose(learned.vector, 0.25 * e0 - e1)
+    assert np.allclose(learned.direction(), 0.25 * e0 - e1)  # largest coordinate scaled to 1
+    before = learned.vector.copy()
+    learned.update(e0, zero, 0.5)  # a tie-break carries no evidence, only the decay
+    assert np.allclose(learned.vector, 0.5 * before) and learned.updates == 3
+    learned.update(e0, e0, 1.0)  # identical edits: nothing to learn
+    assert learned.updates == 3
+    with pytest.raises(ValueError, match="decay"):
+        optimise.LearnedDirection(decay=1.5)
+
+
+def test_the_learning_proposer_moves_along_what_it_learned():
+    learned = optimise.LearnedDirection()
+    learned.update(np.full(7, 0.6), np.full(7, 0.4), 1.0)
+    base, rng = np.full(7, 0.5), np.random.default_rng(0)
+    moved = optimise.Proposer(step=0.2, noise=0.0, learn=True).propose(base, rng, None, None, learned)
+    assert np.allclose(moved, 0.7)  # base + step * (1, ..., 1), no mask
+    # the random proposer (the ablation) ignores it: a masked random-sign step
+    random = optimise.Proposer(step=0.2, noise=0.0, learn=True, use_feedback=False).propose(base, rng, None, None,
+                                                                                            learned)  # fmt: skip
+    assert not np.allclose(random, 0.7) and np.sum(np.abs(random - base) > 1e-9) < 7
+    # without anything learned the learning proposer is the sign proposer
+    fresh = optimise.Proposer(step=0.2, noise=0.0, learn=True).propose(base, np.random.default_rng(1), None, None,
+                                                                       optimise.LearnedDirection())  # fmt: skip
+    assert np.sum(np.abs(fresh - base) > 1e-9) < 7
+
+
+def test_best_of_n_picks_the_highest_true_utility(items):
+    def brightness(images):
+        return np.array([float(np.mean(image)) for image in images])
+
+    ctx = optimise.ItemContext(items[0], ParametricEditor(), judge(), np.random.default_rng(3), MEAN, STD)
+    outcome = optimise.run_lockstep([optimise.best_of_n(ctx, brightness, 8)], ctx.judge)[0]
+    assert outcome.calls == 8 and outcome.rendered == 8 and outcome.rounds == 8 and outcome.best.ssim >= 0.5
+    # the same draws, rendered again: the pick is their brightest
+    rng = np.random.default_rng(3)
+    again = optimise.ItemContext(items[0], ParametricEditor(), judge(), rng, MEAN, STD)
+    images = [again.render(rng.uniform(0.0, 1.0, 7)).image for _ in range(8)]
+    assert np.array_equal(outcome.best.image, images[int(np.argmax(brightness(images)))])
+    with pytest.raises(ValueError, match="n must be"):
+        next(optimise.best_of_n(ctx, brightness, 0))

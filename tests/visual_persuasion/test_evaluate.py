@@ -60,9 +60,35 @@ def test_the_headroom_gate_holds_on_every_seed_and_unequal_budgets_fail():
     found = {c.id: c for c in claims(card)}
     assert found["random_search_headroom"].holds and found["equal_judge_calls"].holds
     assert found["random_search_headroom"].kind == "headroom"
-    # one easy seed fails the gate although the mean (0.84) stays below 0.90
+    # one easy seed fails the gate although the mean stays below 0.90
     easy = _with(card, "random_search", "0", p_beats_original=0.93)
     assert not easy["random_search_headroom"].holds and easy["random_search_headroom"].value == pytest.approx(0.93)
-    assert not _with(card, "random_search", "1", judge_calls=400.0)["equal_judge_calls"].holds
+    assert not _with(card, "random_search", "1", judge_calls=1000.0)["equal_judge_calls"].holds  # mean +~40%
     assert {c.kind for c in claims(card)} == {"paper", "validity", "headroom"}
     assert zoo.get_entry("visual_persuasion").pretrained_cfg.has_weights
+
+
+def test_the_ceiling_gate_fails_when_one_seed_has_no_room():
+    card = published_result(evaluation("visual_persuasion"))
+    found = {c.id: c for c in claims(card)}
+    assert found["ceiling_headroom"].kind == "headroom" and found["ceiling_headroom"].arm == "reference_best_of_n"
+    rooms = [card["per_seed"]["reference_best_of_n"][s]["p_beats_original"] - v["p_beats_original"]
+             for s, v in card["per_seed"]["random_search"].items()]  # fmt: skip
+    assert found["ceiling_headroom"].value == pytest.approx(min(rooms), abs=1e-6)  # the worst seed is the value
+    roomy = copy.deepcopy(card)
+    for seed, scores in roomy["per_seed"]["reference_best_of_n"].items():
+        scores["p_beats_original"] = roomy["per_seed"]["random_search"][seed]["p_beats_original"] + 0.2
+    roomy["arms"]["reference_best_of_n"] = summarise(roomy["per_seed"]["reference_best_of_n"])
+    assert {c.id: c for c in claims(roomy)}["ceiling_headroom"].holds
+    searched = roomy["per_seed"]["random_search"]["1"]["p_beats_original"]
+    crowded = _with(roomy, "reference_best_of_n", "1", p_beats_original=searched + 0.05)
+    assert not crowded["ceiling_headroom"].holds  # one seed without room fails the gate, whatever the mean
+    assert crowded["ceiling_headroom"].value == pytest.approx(0.05, abs=1e-6)
+
+
+def test_the_spearman_interval_by_hand():
+    from zoo.visual_persuasion.evaluate import t_interval
+
+    low, high = t_interval([0.0, 1.0, 2.0])  # mean 1, SD 1, t(0.975, 2) = 4.3027: 1 +- 4.3027 / sqrt(3)
+    assert low == pytest.approx(1 - 2.48417, abs=1e-4) and high == pytest.approx(1 + 2.48417, abs=1e-4)
+    assert t_interval([0.4]) == (0.4, 0.4)

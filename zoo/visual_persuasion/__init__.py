@@ -24,9 +24,9 @@ ENTRIES = {
     "cvpo": Entry(
         arm="cvpo",
         default=True,
-        description="CVPO against an offline image-choosing judge (EfficientNet-Lite0 + ridge utility heads), 32 items",
+        description="CVPO against an offline image-choosing judge (EfficientNet-Lite0 + ridge utility heads), 12 items",
         notes="The offline judge's 4 ridge utility heads on frozen EfficientNet-Lite0 features (heads 0-2 judge, "
-        "head 3 is held out) and CVPO's optimised edit parameters for the 32 test items (the buffer "
+        "head 3 is held out) and CVPO's optimised edit parameters for the first 12 of the 32 test items (the buffer "
         "optimised_theta); config.json holds the attributes, the disclosed taste, the edit bounds and CVPO's "
         "settings.",
     ),

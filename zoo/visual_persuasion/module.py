@@ -30,9 +30,16 @@ Offline stand-ins (the paper's VLMs, image generator and LLM proposer cannot run
   ``P(first) = sigmoid((U(first) - U(second) + 0.1) / 0.2)``; each call is a keyed draw (see :mod:`.judge`).
 * Editor: PIL / scikit-image parametric edits (brightness, contrast, saturation, warmth, zoom, background blur,
   background texture) with bounds and the SSIM >= 0.5 floor (:mod:`.editor`).
-* Proposer: ``theta' = theta_loser + eta sign(theta_winner - theta_loser) m + N(0, sigma^2)`` with ``m`` a random
-  subset of 2 attributes' parameters drawn in proportion to how much the attribute differed between winner and
-  loser (the stand-in for the judges' textual reasons).
+* Proposer: the paper's LLM proposer reads the win/loss history of the edits. Offline it learns from the contest
+  outcomes: every decided contest adds ``(2 score - 1) (x_winner - x_loser) / |x_winner - x_loser|`` (decay 0.9)
+  to a direction estimate in parameter space (:class:`~.optimise.LearnedDirection`, a comparison-based gradient
+  estimate), and the loser's candidates are ``theta_winner + eta d + N(0, sigma^2)`` (the paper's
+  ``use_last_winner_as_base``; ``d`` scaled to a largest coordinate of 1). Until something is learned, and in the
+  spec's variant, ``theta' = theta_loser + eta sign(theta_winner - theta_loser) m + N(0, sigma^2)`` with ``m`` a
+  random subset of 2 attributes' parameters drawn in proportion to how much the attribute differed between winner
+  and loser (the stand-in for the judges' textual reasons). The ``cvpo_random_proposer`` ablation moves along
+  random signs of a uniform random subset and learns nothing.
+* Ceiling: ``reference_best_of_n``, the best of 64 random plausible edits by the judges' true mean utility.
 
 Deviations and reconstruction choices (R):
 
@@ -53,8 +60,10 @@ Deviations and reconstruction choices (R):
    "edit the loser image" and "edit the original with the loser's parameters moved" are the same image), and
    a failing SSIM is repaired by bisection toward the parent edit.
 8. ``judge_calls`` counts the calls an optimiser requests (6 per contest); the oracle counts one per utility read.
-9. CVPO's step, noise and candidate count, VFD's, random search's range and the oracle's step are tuned on the
-   16 validation items with validation heads (seed 100), 4 trials each (``python -m zoo.visual_persuasion.tune``).
+9. CVPO's proposer step and noise, VFD's step, noise and candidates, random search's range and the oracle's step
+   and step count are tuned on the 16 validation items with validation heads (seed 100), 6 trials each
+   (``python -m zoo.visual_persuasion.tune``); CVPO's learning proposer had 7 design runs on the same items
+   before its grid was fixed (``tuning.json["cvpo_design"]``).
 10. The hidden utility is scaled by ``utility_scale = 0.3`` (the spec's is unscaled ``taste . z(a)``). Unscaled,
    a random plausible edit (every parameter uniform in its bounds, then the SSIM floor) moves the judges' mean
    utility by 0.91 (standard deviation over 16 validation items x 24 edits), i.e. 4.5 T_c: every search

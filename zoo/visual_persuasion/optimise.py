@@ -103,25 +103,69 @@ class ItemContext:
 
 
 @dataclass
+class LearnedDirection:
+    """What a proposer learns from the contest outcomes: a running estimate of the direction (unit parameter
+    coordinates) the judges prefer, the stand-in for the LLM proposer's win/loss edit history.
+
+    Every decided contest adds ``(2 score - 1) (x_winner - x_loser) / |x_winner - x_loser|`` (the winner's vote
+    share; a tie-break, score 0.5, adds nothing) to the estimate, after the older evidence is multiplied by
+    ``decay``. This is the comparison-based gradient estimate: for a utility ``u(x) ~ g . x`` and perturbations
+    around the current edits, its expectation points along ``g``.
+
+    Args:
+        decay: Weight kept by the older evidence at each update (1: a plain sum).
+    """
+
+    decay: float = 0.9
+    vector: np.ndarray = field(default_factory=lambda: np.zeros(len(PARAMETERS)))
+    updates: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.decay <= 1.0:
+            raise ValueError(f"decay must be in [0, 1], got {self.decay}")
+
+    def update(self, winner: np.ndarray, loser: np.ndarray, score: float) -> None:
+        """Learn from one contest: ``winner`` beat ``loser`` (unit coordinates) with vote share ``score``."""
+        difference = np.asarray(winner, dtype=np.float64) - np.asarray(loser, dtype=np.float64)
+        norm = np.linalg.norm(difference)
+        if norm < 1e-9:
+            return
+        self.vector = self.decay * self.vector + (2.0 * score - 1.0) * difference / norm
+        self.updates += 1
+
+    def direction(self) -> np.ndarray | None:
+        """The estimate scaled so its largest coordinate is 1, or None while nothing is learned."""
+        largest = np.abs(self.vector).max()
+        return None if largest < 1e-12 else self.vector / largest
+
+
+@dataclass
 class Proposer:
     """The offline stand-in for the LLM proposer.
 
-    ``theta' = base + step * direction * m + N(0, noise^2)`` in unit coordinates, where ``m`` is a random subset
-    of ``mask_size`` attributes' parameters. With feedback, the subset favours the attributes that differed most
-    between winner and loser (the judges' reasons, offline) and the direction is ``sign(target - base)``; the
-    random proposer (an ablation) draws the subset uniformly and the direction at random.
+    Sign proposer (``learn=False``, the spec's): ``theta' = base + step * direction * m + N(0, noise^2)`` in unit
+    coordinates, where ``m`` is a random subset of ``mask_size`` attributes' parameters. With feedback, the subset
+    favours the attributes that differed most between winner and loser (the judges' reasons, offline) and the
+    direction is ``sign(target - base)``; the random proposer (an ablation) draws the subset uniformly and the
+    direction at random.
+
+    Learning proposer (``learn=True``, the paper's proposer reads the win/loss history): once ``learned`` holds an
+    estimate, ``theta' = base + step * d + N(0, noise^2)`` with ``d`` the :class:`LearnedDirection` (largest
+    coordinate 1) and no mask; before that, the sign proposer.
 
     Args:
         step: Step size ``eta`` (unit coordinates).
         noise: Standard deviation of the Gaussian perturbation (unit coordinates).
-        mask_size: Attributes whose parameters move per proposal.
-        use_feedback: False ignores the feedback (``cvpo_random_proposer``).
+        mask_size: Attributes whose parameters move per proposal (sign proposer).
+        use_feedback: False ignores the feedback and what was learned (``cvpo_random_proposer``).
+        learn: Move along the direction learned from the contest outcomes.
     """
 
     step: float = 0.15
     noise: float = 0.05
     mask_size: int = 2
     use_feedback: bool = True
+    learn: bool = False
 
     def propose(
         self,
@@ -129,6 +173,7 @@ class Proposer:
         rng: np.random.Generator,
         direction: np.ndarray | None = None,
         feedback: np.ndarray | None = None,
+        learned: LearnedDirection | None = None,
     ) -> np.ndarray:
         """A new unit parameter vector.
 
@@ -137,7 +182,12 @@ class Proposer:
             rng: Generator.
             direction: Per-parameter sign to move in (0: unknown, drawn at random).
             feedback: Per-attribute |difference| between winner and loser (z-scores), or None (zero-shot).
+            learned: The direction learned from the contest outcomes so far (``learn`` proposers).
         """
+        estimate = learned.direction() if (learned is not None and self.learn and self.use_feedback) else None
+        if estimate is not None:
+            proposal = base + self.step * estimate + rng.normal(0.0, self.noise, size=len(PARAMETERS))
+            return np.clip(proposal, 0.0, 1.0)
         size = min(self.mask_size, len(ATTRIBUTES))
         if self.use_feedback and feedback is not None and np.sum(np.abs(feedback)) > 0:
             weights = np.abs(feedback) + 0.1 * np.abs(feedback).mean()
@@ -191,12 +241,15 @@ def cvpo(
     max_rounds: int = 30,
     equilibrium: float = 0.51,
     require_consistency: bool = True,
+    decay: float = 0.9,
+    winner_as_base: bool = False,
 ) -> Step:
     """Competitive Visual Prompt Optimisation on one item.
 
     Two zero-shot edits compete; each round the loser is replaced by the best of ``num_candidates`` proposals
     (each played against the winner), even if all of them lost. The run stops at an equilibrium (the round's
-    winner scores below ``equilibrium``) once ``min_rounds`` rounds are done, or after ``max_rounds``.
+    winner scores below ``equilibrium``) once ``min_rounds`` rounds are done, or after ``max_rounds``. Every
+    contest's outcome is fed to a :class:`LearnedDirection`, which a learning proposer moves along.
 
     Args:
         ctx: The item.
@@ -206,14 +259,19 @@ def cvpo(
         max_rounds: Most rounds.
         equilibrium: The winner's score below which the run stops.
         require_consistency: Count only order-consistent judges (False: the ``cvpo_no_consistency`` ablation).
+        decay: The learned direction's decay (see :class:`LearnedDirection`).
+        winner_as_base: Propose the loser's new edits from the winner's parameters (the paper's
+            ``use_last_winner_as_base``) instead of the loser's; the editor still anchors at the loser.
     """
     _check_rounds(num_candidates, min_rounds, max_rounds)
+    learned = LearnedDirection(decay)
     pair = [ctx.render(proposer.propose(IDENTITY_UNIT, ctx.rng)) for _ in range(2)]
     yield [edit.image for edit in pair]
     trace = []
     for round_index in range(1, max_rounds + 1):
         result = ctx.contest(pair[0], pair[1], require_consistency)
         winner, loser = pair[result.winner], pair[1 - result.winner]
+        learned.update(winner.unit, loser.unit, result.score)
         trace.append({"thetas": [pair[0].theta.copy(), pair[1].theta.copy()], "winner": result.winner,
                       "score": result.score, "round": round_index})  # fmt: skip
         if (round_index >= min_rounds and result.score < equilibrium) or round_index == max_rounds:
@@ -221,12 +279,19 @@ def cvpo(
         feedback = np.abs(ctx.z(winner) - ctx.z(loser))
         direction = winner.unit - loser.unit
         direction[np.abs(direction) < 1e-9] = 0.0
+        base = winner.unit if winner_as_base else loser.unit
         candidates = [
-            ctx.render(proposer.propose(loser.unit, ctx.rng, direction, feedback), anchor=loser.theta)
+            ctx.render(proposer.propose(base, ctx.rng, direction, feedback, learned), anchor=loser.theta)
             for _ in range(num_candidates)
         ]
         yield [edit.image for edit in candidates]
-        scores = [ctx.contest(winner, edit, require_consistency).score_of(1) for edit in candidates]
+        results = [ctx.contest(winner, edit, require_consistency) for edit in candidates]
+        for edit, outcome in zip(candidates, results, strict=True):
+            if outcome.winner == 1:
+                learned.update(edit.unit, winner.unit, outcome.score)
+            else:
+                learned.update(winner.unit, edit.unit, outcome.score)
+        scores = [outcome.score_of(1) for outcome in results]
         pair[1 - result.winner] = candidates[int(np.argmax(scores))]
     return Outcome(winner, ctx.calls, ctx.rendered, round_index, trace)
 
@@ -353,6 +418,26 @@ def oracle_gradient(
         if value > best_value:
             best, best_value = current, value
     return Outcome(best, ctx.calls, ctx.rendered, step_index)
+
+
+def best_of_n(ctx: ItemContext, utility, n: int = 64) -> Step:
+    """The best of ``n`` random plausible edits by the judges' true mean utility (a ceiling: it reads the utility).
+
+    Each edit draws every parameter uniformly in its bounds and then meets the SSIM floor (the editor's
+    ``random_plausible``); the original is not a candidate. One utility read counts as one judge call.
+
+    Args:
+        ctx: The item.
+        utility: ``images -> (N,)`` mean utility over the optimisation judges.
+        n: Random plausible edits.
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    candidates = [ctx.render(ctx.rng.uniform(0.0, 1.0, len(PARAMETERS))) for _ in range(n)]
+    yield [edit.image for edit in candidates]
+    values = np.asarray(utility([edit.image for edit in candidates]))
+    ctx.calls += n
+    return Outcome(candidates[int(np.argmax(values))], ctx.calls, ctx.rendered, n)
 
 
 def run_lockstep(steps: Sequence[Step], judge: Judge) -> list[Outcome]:

@@ -16,7 +16,16 @@ from zoo.visual_persuasion.judge import CachedJudge, UtilityJudge
 
 OPTIMISATION_HEADS = (0, 1, 2)
 HELD_OUT_HEAD = 3
-ARMS = ("original", "random_search", "vfd", "cvpo", "oracle_gradient", "cvpo_no_consistency", "cvpo_random_proposer")
+ARMS = (
+    "original",
+    "random_search",
+    "vfd",
+    "cvpo",
+    "oracle_gradient",
+    "cvpo_no_consistency",
+    "cvpo_random_proposer",
+    "reference_best_of_n",
+)
 ARM_CODES = {arm: i for i, arm in enumerate(ARMS)}
 
 
@@ -28,6 +37,9 @@ class ArmSettings:
         cvpo_step: CVPO proposer step (unit coordinates).
         cvpo_noise: CVPO proposer noise.
         cvpo_candidates: CVPO candidates per round.
+        cvpo_learn: CVPO's proposer moves along the direction learned from the contest outcomes.
+        cvpo_decay: Decay of that learned direction.
+        cvpo_winner_base: CVPO proposes the loser's new edits from the winner (``use_last_winner_as_base``).
         vfd_step: VFD proposer step.
         vfd_noise: VFD proposer noise.
         vfd_candidates: VFD candidates per iteration.
@@ -39,11 +51,15 @@ class ArmSettings:
         equilibrium: CVPO's equilibrium score.
         patience: VFD's patience.
         oracle_steps: Oracle gradient steps.
+        best_of_n: Random plausible edits of the best-of-N ceiling.
     """
 
     cvpo_step: float = 0.15
     cvpo_noise: float = 0.15
     cvpo_candidates: int = 3
+    cvpo_learn: bool = False
+    cvpo_decay: float = 0.9
+    cvpo_winner_base: bool = False
     vfd_step: float = 0.15
     vfd_noise: float = 0.15
     vfd_candidates: int = 3
@@ -55,6 +71,7 @@ class ArmSettings:
     equilibrium: float = 0.51
     patience: int = 10
     oracle_steps: int = 12
+    best_of_n: int = 64
 
 
 def make_judge(weights, bias, seed: int, position_bias=0.1, temperature=0.2, feature_size=64, heads=None):
@@ -68,10 +85,16 @@ def make_judge(weights, bias, seed: int, position_bias=0.1, temperature=0.2, fea
 def _steps(arm, contexts, settings: ArmSettings, budgets, utility):
     for index, ctx in enumerate(contexts):
         if arm in ("cvpo", "cvpo_no_consistency", "cvpo_random_proposer"):
-            proposer = optimise.Proposer(settings.cvpo_step, settings.cvpo_noise, settings.mask_size,
-                                         use_feedback=arm != "cvpo_random_proposer")  # fmt: skip
+            proposer = optimise.Proposer(
+                settings.cvpo_step,
+                settings.cvpo_noise,
+                settings.mask_size,
+                use_feedback=arm != "cvpo_random_proposer",
+                learn=settings.cvpo_learn,
+            )
             yield optimise.cvpo(ctx, proposer, settings.cvpo_candidates, settings.min_rounds, settings.max_rounds,
-                                settings.equilibrium, require_consistency=arm != "cvpo_no_consistency")  # fmt: skip
+                                settings.equilibrium, require_consistency=arm != "cvpo_no_consistency",
+                                decay=settings.cvpo_decay, winner_as_base=settings.cvpo_winner_base)  # fmt: skip
         elif arm == "vfd":
             proposer = optimise.Proposer(settings.vfd_step, settings.vfd_noise, settings.mask_size)
             yield optimise.vfd(ctx, proposer, settings.vfd_candidates, settings.max_rounds, settings.patience)
@@ -79,6 +102,8 @@ def _steps(arm, contexts, settings: ArmSettings, budgets, utility):
             yield optimise.random_search(ctx, settings.random_range, int(budgets[index]))
         elif arm == "oracle_gradient":
             yield optimise.oracle_gradient(ctx, utility, settings.oracle_learning_rate, settings.oracle_steps)
+        elif arm == "reference_best_of_n":
+            yield optimise.best_of_n(ctx, utility, settings.best_of_n)
         elif arm == "original":
             yield _original(ctx)
         else:

@@ -1,4 +1,4 @@
-"""Tune CVPO, VFD, random search and the oracle on the 16 validation items (4 configurations each).
+"""Tune CVPO, VFD, random search and the oracle on the 16 validation items (6-9 configurations each).
 
 The judges are heads fit exactly as the recipe fits them but with seed 100 (their own training crops and edits);
 the test items and test seeds are never touched. The score of a configuration is the mean P(optimised chosen
@@ -39,13 +39,21 @@ from zoo.visual_persuasion.pipeline import OPTIMISATION_HEADS, ArmSettings, head
 
 TUNING_FILE = Path(__file__).with_name("tuning.json")
 VALIDATION_SEED = 100
-GRIDS = {  # 4 configurations per tuned arm (equal trials)
-    "cvpo": {"cvpo_step": [0.15, 0.1, 0.2, 0.1], "cvpo_noise": [0.15, 0.05, 0.05, 0.05],
-             "cvpo_candidates": [3, 3, 3, 4]},
-    "vfd": {"vfd_step": [0.15, 0.1, 0.2, 0.1], "vfd_noise": [0.15, 0.05, 0.05, 0.05], "vfd_candidates": [3, 3, 3, 4]},
-    "random_search": {"random_range": [0.15, 0.25, 0.35, 0.5]},
-    "oracle_gradient": {"oracle_learning_rate": [0.03, 0.06, 0.1, 0.15]},
+_LEARN = {"cvpo_learn": [True] * 6, "cvpo_winner_base": [True] * 6, "cvpo_decay": [0.9] * 6, "cvpo_candidates": [3] * 6}
+GRIDS = {  # per tuned arm: its configurations; every winning edge of the first pass (4 each) is inside the range now
+    # CVPO: 6 here after 7 design runs (tuning.json["cvpo_design"], steps up to 0.5); random search: 7
+    "cvpo": {"cvpo_step": [0.2, 0.3, 0.3, 0.45, 0.3, 0.45], "cvpo_noise": [0.1, 0.15, 0.25, 0.25, 0.35, 0.35],
+             **_LEARN},
+    "vfd": {"vfd_step": [0.15, 0.1, 0.2, 0.1, 0.3, 0.3], "vfd_noise": [0.15, 0.05, 0.05, 0.05, 0.05, 0.15],
+            "vfd_candidates": [3, 3, 3, 4, 3, 3]},
+    "random_search": {"random_range": [0.25, 0.35, 0.5, 0.7, 0.85, 1.0, 1.5]},
+    # a ceiling, not a competitor: the first pass's 4 learning rates at 12 steps, then 30 steps up to 4x the lr
+    "oracle_gradient": {"oracle_learning_rate": [0.03, 0.06, 0.1, 0.15, 0.15, 0.2, 0.3, 0.45, 0.6],
+                        "oracle_steps": [12, 12, 12, 12, 30, 30, 30, 30, 30]},
 }  # fmt: skip
+#: Arms whose code and validation context did not change since their rows were measured: a row with the same
+#: values is kept instead of re-measured (a random search row only at the same per-item budgets, CVPO's calls).
+REUSABLE = ("cvpo", "vfd", "oracle_gradient", "random_search")
 
 
 def tuned_settings() -> ArmSettings:
@@ -210,14 +218,22 @@ def main(argv=None) -> dict:
         if arm == "random_search" and budgets is None:
             raise SystemExit("tune cvpo first: random search gets the tuned CVPO's judge calls")
         results = []
+        kept = {json.dumps(row["values"], sort_keys=True): row for row in record["scores"].get(arm, [])}
         for trial in range(len(next(iter(grid.values())))):
             values = {key: grid[key][trial] for key in grid}
+            row = kept.get(json.dumps(values, sort_keys=True))
+            if arm in REUSABLE and row is not None and row.get("budgets") == budgets:
+                results.append({**row, "kept": True})
+                print(arm, values, "kept", results[-1]["p_beats_original"], flush=True)
+                continue
             value, calls = score(module, arm, replace(base, **values), items, budgets)
             results.append({"values": values, "p_beats_original": round(value, 4),
                             "judge_calls": float(np.mean(calls))})  # fmt: skip
             print(arm, values, f"p={value:.4f} calls={np.mean(calls):.0f}", flush=True)
             if arm == "cvpo":
                 results[-1]["calls_per_item"] = calls
+            if budgets is not None:
+                results[-1]["budgets"] = list(budgets)
         best = max(results, key=lambda r: r["p_beats_original"])
         record["scores"][arm] = results
         record["chosen"][arm] = best["values"]
@@ -226,7 +242,7 @@ def main(argv=None) -> dict:
         record["seconds"][arm] = round(time.perf_counter() - started, 1)
         record["criterion"] = (
             "mean P(optimised chosen over original), 3 judges x 2 orders x 100 trials, 16 validation items, heads "
-            f"fit with seed {VALIDATION_SEED}; 4 configurations per arm"
+            f"fit with seed {VALIDATION_SEED}; 6-9 configurations per tuned arm (GRIDS)"
         )
         Path(args.out).write_text(json.dumps(record, indent=2) + "\n")  # after each arm: a piece is never lost
     print(json.dumps(record["chosen"]))
