@@ -39,21 +39,23 @@ def ood_metrics(score_id: np.ndarray, score_ood: np.ndarray) -> dict[str, float]
 
 # ------------------------------------------------------------------------------------------------ tuning
 
-#: The Renyi score's coordinate sweep from the paper's ImageNet setting (tau first: it sets the scale).
+#: The Renyi score's coordinate sweep from the paper's ImageNet setting (tau first: it sets the scale). eta, beta0,
+#: steps and lr reach past the paper's ranges (eta 0.8-1.45, beta0 -0.12-0.06, 0-30 steps) on both sides, so
+#: a choice at the paper's edge is not an artefact of the grid, and up to 300 steps at lr 0.1 solve for beta.
 RENYI_GRID = {
     "tau": [0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2],
-    "eta": [0.8, 1.0, 1.2, 1.45],
+    "eta": [0.5, 0.8, 1.0, 1.2, 1.45, 2.0, 3.0, 5.0],
     "r": [1.05, 1.06, 1.5],
-    "beta0": [-0.12, -0.1, 0.0, 0.06],
-    "steps": [0, 15, 30],
-    "lr": [1e-3, 1e-2],
+    "beta0": [-0.5, -0.3, -0.2, -0.12, -0.1, 0.0, 0.06, 0.2],
+    "steps": [0, 15, 30, 100, 300],
+    "lr": [1e-3, 1e-2, 1e-1],
 }
 RENYI_START = ScoreConfig("renyi", tau=0.01, r=1.05, eta=1.2, beta0=-0.1, steps=15, lr=1e-2)
-TAU_GRID_18 = [float(t) for t in np.round(np.geomspace(0.001, 0.3, 18), 5)]
-BASELINE_GRIDS = {
-    "neglabel": {"tau": [0.002, 0.005, 0.01, 0.02, 0.05, 0.1], "groups": [1, 10, 100]},
-    "kl_energy": {"tau": TAU_GRID_18},
-    "mcm": {"tau": TAU_GRID_18},
+TAU_GRID_30 = [float(t) for t in np.round(np.geomspace(0.001, 0.3, 30), 5)]
+BASELINE_GRIDS = {  # about the method's 29 trials each
+    "neglabel": {"tau": [0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3], "groups": [1, 10, 100]},
+    "kl_energy": {"tau": TAU_GRID_30},
+    "mcm": {"tau": TAU_GRID_30},
 }
 TUNED = ("mcm", "neglabel", "kl_energy", "renyi")
 
