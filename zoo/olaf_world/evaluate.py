@@ -206,8 +206,9 @@ def score_pretrained(
 STEPS = (
     Step("data", ("python", "-m", "zoo.olaf_world.data"), "render the terrain-split Crafter clips (context B zoomed) "
          "and the teacher features of every variant into the data cache (~3 min)"),
-    Step("tune", ("python", "-m", "zoo.olaf_world.tune"), "12 trials per arm on the validation worlds -> "
-         "zoo/olaf_world/tuning.json (~33 min on one core, resumable); copy the winners into the recipes"),
+    Step("tune", ("python", "-m", "zoo.olaf_world.tune"), "12 trials per arm (6 configurations x 400 / 800 steps) "
+         "on the validation worlds -> zoo/olaf_world/tuning.json (~13 min of one core per arm, resumable; the arms "
+         "run in parallel with --arms); copy the winners into the recipes"),
 )  # fmt: skip
 
 PROTOCOL = Protocol(

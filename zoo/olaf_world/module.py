@@ -34,7 +34,7 @@ Reconstructed choices and deviations:
 * LAM size: the spec's (model_dim 128, 3 + 3 blocks, 4 heads, latent 32, causal) but patch 16 instead of 8
   (16 tokens per frame: a step 4x cheaper on 2 cores); MLP ratio 2; pre-norm blocks; learned spatial and
   temporal position embeddings; AdamW weight decay 1e-2, gradient clip 0.3; batch 16 clips of T = 4 (the spec:
-  32), lr 1e-3 (the spec: 3e-4), 800 steps (~2 min on one core; tuned: 1,600, shrunk for the CPU budget).
+  32), lr 1e-3 / 2e-3 (lam_align / lam_vae; the spec: 3e-4), 800 steps (~2 min on one core, the CPU budget).
 * Residual decoder (ours): the decoder's output is added to the logits of frame t-1 before the sigmoid, with a
   zero-initialised output layer, so the untrained LAM predicts the copy of frame t-1. With the authors' plain
   sigmoid decoder (lr 3e-4, batch 32, 500 steps) the KL ended at 0.03 nats (z unused) and the reconstruction was
@@ -46,7 +46,7 @@ Reconstructed choices and deviations:
   CNN's architecture): the spatio-temporal transformer learns the action slowly even from labels (linear stem
   0.35, conv stem 0.39, token readout 0.31 after 300 steps of 16 clips) while the inverse-dynamics CNN reaches
   0.55 at the same samples (0.82 after 600 steps).
-* Near-deterministic start and KL warm-up (``logvar_init=-6``, ``kl_warmup_steps=200``, beta 1e-5 / 1e-6, ours):
+* Near-deterministic start and KL warm-up (``logvar_init=-6``, ``kl_warmup_steps=200``, beta 1e-6 / 1e-7, ours):
   at first z gets no reconstruction gradient (the zero-initialised output layer) while AdamW turns the tiny KL
   gradient into full-size steps; at the authors' beta 2e-4 the KL falls from ~6 nats to 0.01 within 50 steps,
   and a warm-up alone does not save it (2 nats, probes at chance after 800 steps).
@@ -59,9 +59,11 @@ Reconstructed choices and deviations:
   MsPacman = A, Alien = B; an inverse-dynamics CNN on true labels scores 0.21 / 0.22 against chance 0.21: the
   joystick is not visible in 64 px frame pairs).
 * Not built: the VQ-LAM baseline, the self-supervised teacher option and the per-step alignment variant.
-* Tuning (:mod:`zoo.olaf_world.tune`, validation worlds, 12 trials per arm: 4 configurations x 800 / 1,200 /
-  1,600 steps, selected by the cross-context probe): lam_vae beta 1e-6 (of 1e-6 / 1e-5), lr 1e-3, 1,600 steps;
-  lam_align lambda 0.02 (of 0.02 / 0.1), beta 1e-5, lr 1e-3, 1,600 steps.
+* Tuning (:mod:`zoo.olaf_world.tune`, the recipes' data: terrain split, context B zoomed, phase-correlation
+  teacher; validation worlds, 12 trials per arm: 6 configurations x 400 / 800 steps, selected by the
+  cross-context probe): lam_vae beta 1e-7 (of 1e-7 / 1e-6 / 1e-5), lr 2e-3 (of 1e-3 / 2e-3), 800 steps;
+  lam_align lambda 0.005 (of 0.002 / 0.005 / 0.02) at beta 1e-6, lr 1e-3 (of 1e-3 / 2e-3), 800 steps. The
+  earlier grid (unzoomed data, EfficientNet teacher) chose lambda 0.02, beta 1e-5 / 1e-6, lr 1e-3, 1,600 steps.
 """
 
 from __future__ import annotations
