@@ -147,14 +147,19 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
             out["videos"] = out["frames"][out["frame_index"]]
         return out
 
-    def tau(self, clips: dict[str, np.ndarray]) -> np.ndarray:
-        """tau ``(N, teacher_dim)`` of every clip, from per-frame teacher features (cached)."""
+    def _teacher_features(self, clips: dict[str, np.ndarray]) -> np.ndarray:
+        """The frozen teacher's per-frame features (per-transition shifts for the motion teacher), cached on disk."""
         hp = self.hparams
         tag = clip_lib._key(tuple(clips["world_seed"][[0, -1]].tolist()), clips["frames"].shape, hp.policy_seed)
         tag += "-" + clip_lib._key(clips["frames"][:: max(1, len(clips["frames"]) // 16)].tobytes())
-        features = clip_lib.cached_frame_features(
+        return clip_lib.cached_frame_features(
             clips, hp.teacher, tag, hp.use_cache, hp.teacher_size, hp.teacher_grid, hp.teacher_readout
         )
+
+    def tau(self, clips: dict[str, np.ndarray]) -> np.ndarray:
+        """tau ``(N, teacher_dim)`` of every clip, from per-frame teacher features (cached)."""
+        hp = self.hparams
+        features = self._teacher_features(clips)
         index = clips["frame_index"]
         if hp.teacher == "phase_correlation":  # features are per transition already: tau = normalize(mean_k m_k)
             motion = features[index[:, :-1]].mean(axis=1)
@@ -171,11 +176,7 @@ class LatentActionVideoDataModule(pl.LightningDataModule):
         ``clips["actions"].reshape(-1)``: the motion readout, or the normalised feature difference of an encoder.
         A linear probe of these on the true actions is the teacher gate (does the target carry the action?)."""
         hp = self.hparams
-        tag = clip_lib._key(tuple(clips["world_seed"][[0, -1]].tolist()), clips["frames"].shape, hp.policy_seed)
-        tag += "-" + clip_lib._key(clips["frames"][:: max(1, len(clips["frames"]) // 16)].tobytes())
-        features = clip_lib.cached_frame_features(
-            clips, hp.teacher, tag, hp.use_cache, hp.teacher_size, hp.teacher_grid, hp.teacher_readout
-        )
+        features = self._teacher_features(clips)
         index = clips["frame_index"]
         if hp.teacher == "phase_correlation":
             out = features[index[:, :-1]]
