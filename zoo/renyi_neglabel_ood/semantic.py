@@ -108,13 +108,17 @@ def _place(mask: np.ndarray, rng: np.random.Generator, lo: float = 0.55, hi: flo
     return frame
 
 
+def fmnist_val_index() -> np.ndarray:
+    """The 2,000 Fashion-MNIST training images held out as the ID validation split (tuning, calibration)."""
+    return np.random.default_rng(12345).choice(60_000, size=2000, replace=False)
+
+
 def _references(count: int, seed: int) -> np.ndarray:
     """``count`` Fashion-MNIST training images, none of the validation split, as intensity references."""
     from zoo.common.datasets import fashion_mnist
-    from zoo.renyi_neglabel_ood.sources import _fmnist_val_index
 
     images = fashion_mnist("train")[0]
-    pool = np.setdiff1d(np.arange(len(images)), _fmnist_val_index())
+    pool = np.setdiff1d(np.arange(len(images)), fmnist_val_index())
     return images[np.random.default_rng([seed, 3]).choice(pool, size=count, replace=True)]
 
 

