@@ -1,5 +1,6 @@
 """Validation pilot of one LAM configuration on one context design (worlds 40-49 / 90-99; the test worlds are not
-read): ``python benchmarks/olaf_world/pilot.py CONTEXT_B ALIGN_WEIGHT [STEPS] [TEACHER] [SEED] [BETA]``."""
+read): ``python benchmarks/olaf_world/pilot.py CONTEXT_B ALIGN_WEIGHT [STEPS] [TEACHER] [SEED] [BETA]``;
+``--smoke``: 4 steps of the zoomed design with the motion teacher (a check that it runs)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from zoo.olaf_world.tune import fit_and_probe
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
+    if sys.argv[1:] == ["--smoke"]:
+        sys.argv[1:] = ["zoom", "0.005", "4"]
     context_b, weight = sys.argv[1], float(sys.argv[2])
     steps = int(sys.argv[3]) if len(sys.argv) > 3 else 800
     teacher = sys.argv[4] if len(sys.argv) > 4 else "phase_correlation"

@@ -1,6 +1,6 @@
 """Teacher gate on validation worlds: a linear probe of each teacher's per-transition temporal target on the true
 actions, within and across contexts, for each way context B may differ:
-``python benchmarks/olaf_world/teacher_probe.py [val]``.
+``python benchmarks/olaf_world/teacher_probe.py [val]`` (``--smoke``: the zoomed design and the motion teacher only).
 """
 
 from __future__ import annotations
@@ -33,5 +33,8 @@ def main(part: str = "val", styles=("same", "recolour", "zoom"), teachers=("phas
 
 
 if __name__ == "__main__":
-    result = main(*sys.argv[1:2])
+    if sys.argv[1:] == ["--smoke"]:
+        result = main("val", styles=("zoom",), teachers=("phase_correlation",))
+    else:
+        result = main(*sys.argv[1:2])
     print(json.dumps(result, indent=1))
