@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from zoo._errors import ZooError
-from zoo.eval import Run
+from zoo.eval import Run, mean_interval
 from zoo.eval.engine import evaluation, measure_task
 from zoo.lavid import tune
-from zoo.lavid.evaluate import PROTOCOL, interval_claim, paired_interval
+from zoo.lavid.evaluate import PROTOCOL, interval_claim
 from zoo.lavid.references import ClassMean, PixelLogReg, group_accuracies, make_reference
 from zoo.lavid.student import augment
 
@@ -80,11 +80,11 @@ def test_a_reference_piece_has_the_students_metrics():
 
 
 def test_paired_interval_by_hand():
-    mean, low, high = paired_interval([0.01, 0.02, 0.03])  # sd 0.01, t(0.975, 2) = 4.302653
+    mean, low, high = mean_interval([0.01, 0.02, 0.03])  # sd 0.01, t(0.975, 2) = 4.302653
     half = 4.302653 * 0.01 / math.sqrt(3)
     assert (mean, low, high) == pytest.approx((0.02, 0.02 - half, 0.02 + half), abs=1e-7)
     with pytest.raises(ValueError):
-        paired_interval([0.1])
+        mean_interval([0.1])
 
 
 def _result(gains):

@@ -149,6 +149,22 @@ def std(values: Sequence[float]) -> float:
     return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
+def mean_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """``(mean, low, high)``: the two-sided Student-t interval of the mean of ``values`` (seeds, or paired gains).
+
+    Raises:
+        ValueError: For fewer than two values (no spread, no interval).
+    """
+    from scipy.stats import t
+
+    n = len(values)
+    if n < 2:
+        raise ValueError(f"an interval of the mean needs at least 2 values (seeds), got {n}")
+    mean = sum(values) / n
+    half = float(t.ppf(0.5 + level / 2, n - 1)) * std(values) / n**0.5
+    return mean, mean - half, mean + half
+
+
 def beats(
     result: Mapping[str, Any],
     metric: str,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 
-from zoo.eval import Arm, Claim, Protocol, Setting, Step, Tuning, beats, paired_gains, per_seed_values
+from zoo.eval import Arm, Claim, Protocol, Setting, Step, Tuning, beats, mean_interval, paired_gains, per_seed_values
 from zoo.eval.claims import rounded
 from zoo.lavid.runs import TUNING_FILE
 
@@ -126,27 +126,13 @@ def _mean_gain(result: dict, metric: str, other: str) -> float:
     return sum(gains) / len(gains)
 
 
-def paired_interval(gains: list[float], level: float = 0.95) -> tuple[float, float, float]:
-    """``(mean, low, high)``: the two-sided Student-t interval of the mean paired gain (``ddof=1``)."""
-    from scipy.stats import t
-
-    from zoo.eval.claims import std
-
-    n = len(gains)
-    if n < 2:
-        raise ValueError(f"a paired interval needs at least 2 seeds, got {n}")
-    mean = sum(gains) / n
-    half = float(t.ppf(0.5 + level / 2, n - 1)) * std(gains) / n**0.5
-    return mean, mean - half, mean + half
-
-
 def interval_claim(result: dict, metric: str, other: str) -> Claim:
     """LaViD's paired gain over ``other`` on ``metric`` has a 95% interval above 0 (value: the interval's low end)."""
     gains = paired_gains(result, metric, "lavid", other)
     if len(gains) < 2:  # a partial result (one seed so far): no interval yet
         text = f"lavid above {other} on {metric}: a 95% interval needs >= 2 seeds, {len(gains)} measured"
         return Claim(f"lavid_above_{other}_{metric}_ci95", text, rounded(gains[0]), 0.0, False, other, "paper", "lavid")
-    mean, low, high = paired_interval(gains)
+    mean, low, high = mean_interval(gains)
     text = (
         f"lavid above {other} on {metric}: mean paired gain {mean:+.4f}, 95% interval [{low:+.4f}, {high:+.4f}] "
         f"over {len(gains)} seeds, low end above 0"

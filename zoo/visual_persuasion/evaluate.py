@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 
-from zoo.eval import Arm, Claim, Protocol, Setting, Shared, Step, Tuning, beats, per_seed_values
+from zoo.eval import Arm, Claim, Protocol, Setting, Shared, Step, Tuning, beats, mean_interval, per_seed_values
 from zoo.visual_persuasion.pipeline import HELD_OUT_HEAD, OPTIMISATION_HEADS, clustered_ci_low, head_to_head
 from zoo.visual_persuasion.tune import GRIDS, TUNING_FILE, tuned_settings
 
@@ -123,13 +123,10 @@ def cvpo_and_random_search(run) -> dict[str, dict[str, float]]:
 
 def t_interval(values, level: float = 0.95) -> tuple[float, float]:
     """The ``level`` Student-t interval of the mean of ``values`` (the seeds); a single value is its own interval."""
-    from scipy.stats import t
-
-    values = np.asarray(list(values), dtype=np.float64)
+    values = [float(v) for v in values]
     if len(values) < 2:
-        return float(values.mean()), float(values.mean())
-    half = t.ppf(0.5 + level / 2, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values))
-    return float(values.mean() - half), float(values.mean() + half)
+        return values[0], values[0]
+    return mean_interval(values, level)[1:]
 
 
 def claims(result: dict) -> list[Claim]:
