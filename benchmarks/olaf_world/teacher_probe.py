@@ -9,9 +9,8 @@ import json
 import sys
 import time
 
-import numpy as np
-
 from zoo.olaf_world.data import LatentActionVideoDataModule
+from zoo.olaf_world.evaluate import transition_labels
 from zoo.olaf_world.metrics import probe_accuracies
 
 
@@ -23,10 +22,7 @@ def main(part: str = "val", styles=("same", "recolour", "zoom"), teachers=("phas
             module = LatentActionVideoDataModule(split="terrain", context_b=style, teacher=teacher)
             clips = module.clips(part)
             targets = module.transition_targets(clips)
-            steps = clips["actions"].shape[1]
-            actions = clips["actions"].reshape(-1)
-            labels = (actions, np.repeat(clips["context"], steps), np.repeat(clips["world_seed"], steps))
-            scores = probe_accuracies(targets, *labels)
+            scores = probe_accuracies(targets, *transition_labels(clips))
             out[f"{style}/{teacher}"] = {**scores, "n": len(targets), "s": time.time() - start}
             print(style, teacher, out[f"{style}/{teacher}"], flush=True)
     return out

@@ -59,15 +59,19 @@ def clips(
     return datamodule(split, test_seeds_per_context, context_b).clips(part)
 
 
+def transition_labels(data: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each transition's true action, context and world seed, in the order of ``data["actions"].reshape(-1)``."""
+    steps = data["actions"].shape[1]
+    return data["actions"].reshape(-1), np.repeat(data["context"], steps), np.repeat(data["world_seed"], steps)
+
+
 def teacher_probe(run, teacher: str) -> dict[str, float]:
     """The teacher gate: linear probes (within / across contexts) of the teacher's per-transition temporal target on
     the true actions of the test clips (the same probes as the LAM's; the teacher is frozen: equal for every seed)."""
     s = run.settings
     module = datamodule(s["split"], s["test_seeds_per_context"], s["context_b"], teacher=teacher)
     test = module.clips("test")
-    steps = test["actions"].shape[1]
-    labels = test["actions"].reshape(-1), np.repeat(test["context"], steps), np.repeat(test["world_seed"], steps)
-    return probe_accuracies(module.transition_targets(test), *labels)
+    return probe_accuracies(module.transition_targets(test), *transition_labels(test))
 
 
 def inverse_dynamics(context: int, steps: int = 600, split: str = SPLIT, context_b: str = CONTEXT_B):
@@ -93,9 +97,7 @@ def encode(model, videos: np.ndarray, batch: int = 128) -> tuple[np.ndarray, flo
 def latents(model, data: dict[str, np.ndarray]) -> tuple[np.ndarray, float, tuple[np.ndarray, ...]]:
     """mu of every transition ``(N (T-1), d)``, the pixel MSE, and each transition's action, context and world."""
     mu, pixel_mse = encode(model.eval(), data["videos"])
-    steps = data["actions"].shape[1]
-    labels = data["actions"].reshape(-1), np.repeat(data["context"], steps), np.repeat(data["world_seed"], steps)
-    return mu.reshape(-1, mu.shape[-1]), pixel_mse, labels
+    return mu.reshape(-1, mu.shape[-1]), pixel_mse, transition_labels(data)
 
 
 @torch.no_grad()
