@@ -25,6 +25,7 @@ from zoo.boba.tune import (
     TANIMOTO_GRID,
     TRIALS,
     TUNING_FILE,
+    choose,
     full_greedy_trials,
     many_rounds_overrides,
 )
@@ -51,19 +52,20 @@ EQUAL_EPOCHS = 30  # BOBA's epochs per round (the recipe's)
 
 def _equal_epochs_beta() -> float:
     """full_greedy's beta at BOBA's epochs: the best validation recall among the grid's 30-epoch trials."""
-    trials, results = full_greedy_trials(), TUNED["results"]["full_greedy"]
-    scored = [
-        (float(np.mean([r["recall"] for r in results[str(i)].values()])), -i, config)
-        for i, config in enumerate(trials)
-        if config["epochs_per_round"] == EQUAL_EPOCHS and results.get(str(i))
-    ]
-    return max(scored, key=lambda item: item[:2])[2]["acquisition_beta"]
+    trials = full_greedy_trials()
+    results = {
+        key: runs
+        for key, runs in TUNED["results"]["full_greedy"].items()
+        if trials[int(key)]["epochs_per_round"] == EQUAL_EPOCHS
+    }
+    return choose("full_greedy", trials, results)["acquisition_beta"]
 
 
+EQUAL_EPOCHS_BETA = _equal_epochs_beta()
 #: full_greedy trained as long as BOBA (30 epochs per round), for recall and wall time at equal training.
 FULL_GREEDY_EQUAL_EPOCHS = (
     "--model.init_args.strategy=full_greedy",
-    f"--model.init_args.acquisition_beta={_equal_epochs_beta()}",
+    f"--model.init_args.acquisition_beta={EQUAL_EPOCHS_BETA}",
     f"--model.init_args.epochs_per_round={EQUAL_EPOCHS}",
 )
 #: The recall-versus-inference curve: BOBA-UCB scoring these fractions m of the arms per round (0.1 is the method).
@@ -302,7 +304,7 @@ PROTOCOL = Protocol(
         "full_greedy_equal_epochs": Tuning(
             "validation", FULL_GREEDY_GRID, int(TUNED["trials"].get("full_greedy", TRIALS)),
             _NOTE + f"; full_greedy's grid; criterion: validation recall among the {EQUAL_EPOCHS}-epoch trials "
-            f"(beta = {_equal_epochs_beta()})",
+            f"(beta = {EQUAL_EPOCHS_BETA})",
         ),
         "reference_tanimoto_expand": Tuning(
             "validation", TANIMOTO_GRID, int(TUNED["trials"].get("reference_tanimoto_expand", TRIALS)),
