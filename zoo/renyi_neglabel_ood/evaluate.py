@@ -182,9 +182,11 @@ def tier2_metrics(settings, seed: int, published=None) -> tuple[dict[str, dict[s
         return clean_val - val_auroc(Detector(*bridge, id10, hyponym_contamination(text, bank10, seed, share)))
 
     share, drop = calibrate(drop_at, settings["contamination_grid"], float(settings["contamination_drop"]))
-    banks = {"clean": (bank10, bank5)}
-    banks["contam"] = tuple(hyponym_contamination(text, bank, seed, share) for bank in (bank10, bank5))
-    detectors = {tag: (Detector(*bridge, id10, b10), Detector(*bridge, id5, b5)) for tag, (b10, b5) in banks.items()}
+    contam10, contam5 = (hyponym_contamination(text, bank, seed, share) for bank in (bank10, bank5))
+    detectors = {
+        "clean": (clean, Detector(*bridge, id5, bank5)),
+        "contam": (Detector(*bridge, id10, contam10), Detector(*bridge, id5, contam5)),
+    }
     extras = {"tier2_tuned": {arm: asdict(c) for arm, c in configs.items()}}
     extras.update(tier2_val_auroc={method: trial[1] for method, trial in trials.items()}, tier2_bank_size=len(bank10))
     extras["tier2_contamination"] = {"share": share, "neglabel_val_drop": drop}
@@ -199,8 +201,9 @@ def tier2_metrics(settings, seed: int, published=None) -> tuple[dict[str, dict[s
         method_detectors["clean"] = (pub, detectors["clean"][1])
         configs["renyi"] = replace(published.config, precision="float32")
     out = {arm: {} for arm in ARMS}
-    sims: dict = {}
-    for tag in banks:
+    sims: dict = {}  # per detector (id): its test, far and 5-class sims; then its validation sims
+    val_sims: dict = {}
+    for tag in detectors:
         for arm, config in configs.items():
             d10, d5 = (method_detectors if arm == "renyi" else detectors)[tag]
             if id(d10) not in sims:
@@ -212,13 +215,14 @@ def tier2_metrics(settings, seed: int, published=None) -> tuple[dict[str, dict[s
                 out[arm]["tier2_auroc_semantic_contam"] = float(np.mean([per_set[n]["auroc"] for n in SEMANTIC_TEST]))
                 continue
             out[arm].update(_summary(per_set))
-            d_val = method_detectors["clean"][0] if arm == "renyi" else clean
-            s_val_id = d_val.sims(images["fmnist_val"])
+            if id(d10) not in val_sims:
+                val_sims[id(d10)] = (d10.sims(images["fmnist_val"]), {n: d10.sims(images[n]) for n in VAL_OOD})
+            s_val_id, s_val_ood = val_sims[id(d10)]
             for name in VAL_OOD:
-                got = evaluate_config(config, s_val_id, {name: d_val.sims(images[name])})
+                got = evaluate_config(config, s_val_id, {name: s_val_ood[name]})
                 out[arm][f"tier2_val_auroc_{name}"] = got[name]["auroc"]
     out["neglabel"].update(tier2_contam_share=share, tier2_val_drop=drop)
-    s_test = clean.sims(test_id)
+    s_test = sims[id(clean)][0]
     out["mcm"]["tier2_zeroshot_acc"] = float((s_test[0].argmax(axis=1) == labels).mean())
     out[PIXEL_ARM], extras["pixel_stats"] = _pixel_metrics(limit)
     return out, extras
