@@ -27,7 +27,13 @@ BUDGETS = (2.5, 2.0, 1.5)
 BITS = (1, 2, 3)
 SEQ_LEN = 128
 KINDS = ("reference_rtn", "uniform", "per_layer", "gemq", "gemq_router_ft")
-SOLVERS = {"gemq": "ilp", "per_layer": "layer", "uniform": "uniform", "reference_rtn": "uniform"}
+SOLVERS = {
+    "gemq": "ilp",
+    "per_layer": "layer",
+    "uniform": "uniform",
+    "reference_rtn": "uniform",
+    "frequency": "frequency",
+}
 _QUANTIZER = "GPTQ group 128, damp 0.01, block 128, widths {1, 2, 3}"
 
 
@@ -48,13 +54,14 @@ def score_pretrained(corpus: str, module, limit: int | None = None) -> dict[str,
     return {"ppl": metrics["ppl"], "accuracy": metrics["accuracy"]}
 
 
-def quantized(fp, kind: str, budget: float, calibration, importance, damp: float = 0.01):
+def quantized(fp, kind: str, budget: float, calibration, importance, damp: float = 0.01, widths=None):
     """A copy of ``fp`` whose routed experts are quantized as the arms of ``kind`` do at ``budget`` bits per expert
-    (``importance()``: the statistics the ILP and per-layer solvers read; RTN reads no ``calibration``)."""
+    (``importance()``: the statistics the ILP and per-layer solvers read; RTN reads no ``calibration``; ``widths``:
+    an allocation ``[L, E]`` made elsewhere, e.g. v2's frequency heuristic)."""
     layers = find_moe_layers(fp)
-    if SOLVERS[kind] == "uniform":
+    if widths is None and SOLVERS[kind] == "uniform":
         widths = uniform_allocation(len(layers), layers[0].num_experts, BITS, budget)
-    else:
+    elif widths is None:
         widths = allocate(importance(), budget, SOLVERS[kind], c2c3=True)
     config = GEMQConfig(bits=BITS, method="rtn" if kind == "reference_rtn" else "gptq", group_size=128, damp=damp)
     return quantize_(copy.deepcopy(fp), quant_config([layer.name for layer in layers], widths, config), calibration)
@@ -155,46 +162,59 @@ def grid(result: dict) -> list[tuple[float, str]]:
 # v1 and v2 state the same checks in their own words (v2: its test slice, router alignment, its gates)
 WORDS = {
     "v1": ("perplexity", "the spec's 4 of 5", "fine-tuning", "perplexity gap (0 when there is no gap)", ""),
-    "v2": ("test perplexity", "4 of 5", "alignment", "test-perplexity gap", " (the spec's; v2 gates 2.0 and 1.5 only)"),
+    "v2": ("test perplexity", "4 of 5", "alignment", "test-perplexity gap", ""),
 }
 
 
-def claims(result: dict) -> list[Claim]:
-    """The acceptance at every budget (v1 and v2): ordering on the mean and on >= 80% of the seeds, router tuning's
-    recovered gap and mismatch, the method against round-to-nearest, packed bytes."""
-    arms, method = result["arms"], result["settings"]["method"]
+def budget_claims(result: dict, i: int) -> list[Claim]:
+    """The acceptance at the ``i``-th budget of :func:`grid` (v1 and v2): ordering on the mean and on >= 80% of the
+    seeds, router tuning's recovered gap and mismatch, the method against round-to-nearest."""
+    arms = result["arms"]
     ppl_word, seeds_word, tuning, gap_word, first = WORDS["v1" if "budgets" in result["settings"] else "v2"]
-    found = []
-    for i, (budget, at) in enumerate(grid(result)):
-        rtn, uniform, layer, gemq, tuned = (kind + at for kind in KINDS)
-        g, p, u = (per_seed_values(result, arm, "ppl") for arm in (gemq, layer, uniform))
-        share = sum(g[seed] <= p[seed] <= u[seed] for seed in g) / len(g)
-        on_mean = arms[gemq]["ppl"] <= arms[layer]["ppl"] <= arms[uniform]["ppl"]
-        text = (f"at {budget:g} bits, {ppl_word} gemq <= per_layer <= uniform on the seed mean "
-                f"({'yes' if on_mean else 'no'}) and on >= 80% of the seeds ({seeds_word})")  # fmt: skip
-        found.append(Claim(f"ordering{at}", text, round(share, 6), 0.8, bool(on_mean and share >= 0.8), arm=tuned))
-        gap = arms[gemq]["ppl"] - arms["fp16"]["ppl"]
-        recovered = (arms[gemq]["ppl"] - arms[tuned]["ppl"]) / gap if gap > 0 else 0.0
-        text = f"at {budget:g} bits, router {tuning} recovers >= 20% of the gemq-vs-fp16 {gap_word}{first * (i == 0)}"
-        found.append(Claim.at_least(f"router_ft_recovers_gap{at}", text, recovered, 0.2, arm=tuned))
-        found.append(beats(result, "routing_mismatch", tuned, gemq, higher_is_better=False))
-        found.append(beats(result, "ppl", tuned, rtn, 0.01, higher_is_better=False, relative=True))
+    budget, at = grid(result)[i]
+    rtn, uniform, layer, gemq, tuned = (kind + at for kind in KINDS)
+    g, p, u = (per_seed_values(result, arm, "ppl") for arm in (gemq, layer, uniform))
+    share = sum(g[seed] <= p[seed] <= u[seed] for seed in g) / len(g)
+    on_mean = arms[gemq]["ppl"] <= arms[layer]["ppl"] <= arms[uniform]["ppl"]
+    text = (f"at {budget:g} bits, {ppl_word} gemq <= per_layer <= uniform on the seed mean "
+            f"({'yes' if on_mean else 'no'}) and on >= 80% of the seeds ({seeds_word})")  # fmt: skip
+    found = [Claim(f"ordering{at}", text, round(share, 6), 0.8, bool(on_mean and share >= 0.8), arm=tuned)]
+    gap = arms[gemq]["ppl"] - arms["fp16"]["ppl"]
+    recovered = (arms[gemq]["ppl"] - arms[tuned]["ppl"]) / gap if gap > 0 else 0.0
+    text = f"at {budget:g} bits, router {tuning} recovers >= 20% of the gemq-vs-fp16 {gap_word}{first * (i == 0)}"
+    found.append(Claim.at_least(f"router_ft_recovers_gap{at}", text, recovered, 0.2, arm=tuned))
+    found.append(beats(result, "routing_mismatch", tuned, gemq, higher_is_better=False))
+    found.append(beats(result, "ppl", tuned, rtn, 0.01, higher_is_better=False, relative=True))
+    return found
+
+
+def packed_claim(result: dict) -> Claim:
+    """The method's packed experts at the first budget are <= 20% of the fp16 expert bytes."""
+    arms, method = result["arms"], result["settings"]["method"]
     budget, at = grid(result)[0]
     ratio = arms[method]["expert_bytes"] / arms["fp16"]["expert_bytes"]
     text = f"packed experts at {budget:g} bits are <= 20% of the fp16 expert bytes"
-    return [*found, Claim.at_most(f"packed_experts{at}", text, ratio, 0.2, arm=method)]
+    return Claim.at_most(f"packed_experts{at}", text, ratio, 0.2, arm=method)
+
+
+def claims(result: dict) -> list[Claim]:
+    """v1's claims: :func:`budget_claims` at every budget, then the packed bytes."""
+    return [*(claim for i in range(len(grid(result))) for claim in budget_claims(result, i)), packed_claim(result)]
 
 
 def plot(result: dict, axes) -> None:
     """Perplexity (v2: also on Lee) and routing mismatch against the budget, one line per arm kind (mean, seed std)."""
-    arms, budgets = result["arms"], [budget for budget, _ in grid(result)]
+    arms = result["arms"]
     panels = {"ppl": "test perplexity", "ood_ppl": "Lee (OOD) perplexity", "routing_mismatch": "mismatch vs fp16"}
-    colours = dict(zip(KINDS, ("tab:blue", "tab:gray", "tab:green", "tab:red", "tab:orange"), strict=True))
+    colours = dict(zip((*KINDS, "frequency"), ("tab:blue", "tab:gray", "tab:green", "tab:red", "tab:orange",
+                                                "tab:purple"), strict=True))  # fmt: skip
     for ax, key in zip(axes, [key for key in panels if key in arms["fp16"]], strict=True):
         for kind, colour in colours.items():
-            names = [kind + at for _, at in grid(result)]
-            means, stds = [arms[a][key] for a in names], [arms[a][f"{key}_std"] for a in names]
-            ax.errorbar(budgets, means, yerr=stds, marker="o", color=colour, label=kind, capsize=3)
+            at = [(budget, kind + suffix) for budget, suffix in grid(result) if kind + suffix in arms]
+            if not at:  # v2's frequency heuristic is measured at 1.5 bits only; v1 has no such arm
+                continue
+            means, stds = [arms[a][key] for _, a in at], [arms[a][f"{key}_std"] for _, a in at]
+            ax.errorbar([b for b, _ in at], means, yerr=stds, marker="o", color=colour, label=kind, capsize=3)
         ax.axhline(arms["fp16"][key], color="black", linestyle="--", label="fp16")
         ax.set_xlabel("bits per expert")
         ax.set_ylabel(panels[key])
