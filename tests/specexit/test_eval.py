@@ -11,7 +11,7 @@ from zoo.eval import Run
 from zoo.eval.engine import evaluation, measure_task
 from zoo.specexit.data import make_splits, validation_problems
 from zoo.specexit.data import test_problems as held_out_problems
-from zoo.specexit.evaluate import PROTOCOL
+from zoo.specexit.evaluate import PROTOCOL, SHARED_ARMS
 
 
 @pytest.mark.parametrize("operands", [(3, 6), (7, 10)])
@@ -75,7 +75,10 @@ def _run(seed: int = 0, **overrides) -> Run:
 
 
 def test_every_arm_is_measured_in_one_timed_pass_and_only_fits_train_on_the_published_target():
-    assert [group.arms for group in PROTOCOL.shared] == [PROTOCOL.arms] and PROTOCOL.is_timed("reference_first_check")
+    """Every arm but the regex stop shares one interleaved pass; the regex stop (no learning, the published target)
+    has its own timed pass beside plain speculative decoding."""
+    assert [group.arms for group in PROTOCOL.shared] == [SHARED_ARMS] and PROTOCOL.is_timed("reference_first_check")
+    assert set(PROTOCOL.arms) == {*SHARED_ARMS, "reference_regex_stop"} and PROTOCOL.is_timed("reference_regex_stop")
     assert _run().uses_published("specexit") and not _run(1).uses_published("specexit")
     assert not _run(draft_steps=10).uses_published("specexit")  # a setting with a recipe key retrains seed 0 too
     (target,) = PROTOCOL.fit_args(_run(1))
@@ -102,8 +105,18 @@ def test_set_operands_changes_what_is_measured(small, hf_cache, hf_offline):
     """--set selects the problem lengths: longer problems make every arm think longer; all arms come back."""
     run = _run(**small, operands_min=4, operands_max=4, long_operands_min=8, long_operands_max=8)
     scores = measure_task(PROTOCOL, run, ["speculative"])
-    assert set(scores) == set(PROTOCOL.arms) and scores["speculative"]["lossless_match"] == 100.0
+    assert set(scores) == set(SHARED_ARMS) and scores["speculative"]["lossless_match"] == 100.0
     for arm in ("target_greedy", "speculative", "reference_first_check"):
         assert scores[arm]["long_thinking_tokens_mean"] > scores[arm]["thinking_tokens_mean"], arm
     assert {"forced_acc_lstar_m1", "forced_acc_lstar_p3"} <= set(scores["target_greedy"])
     assert {"confidence_threshold", "remain_threshold"} <= set(scores["specexit"])
+
+
+def test_regex_stop_arm_measures_its_own_pass_and_the_gates(small, hf_cache, hf_offline):
+    """The regex stop decodes beside speculative decoding, cuts tokens without changing the answer on the published
+    grammar, and carries the headroom gates: none on the published grammar, >= 1 on the unmarked one."""
+    scores = measure_task(PROTOCOL, _run(**small), ["reference_regex_stop"])["reference_regex_stop"]
+    assert scores["answer_kept"] == 100.0 and 0.0 < scores["token_reduction_vs_spec"] < 1.0
+    assert scores["gate_checks_in"] == scores["gate_checks_long"] == 0.0
+    assert scores["gate_unmarked_in"] >= 1.0 and scores["gate_unmarked_long"] >= 1.0
+    assert "long_accuracy" in scores

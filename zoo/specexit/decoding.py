@@ -289,6 +289,9 @@ class SpeculativeDecoder:
             self._append(drafted[:m], drafted_positions[:m], drafted_states[:m])
             if stop.intersection(drafted[:m]):
                 break
+            if thinking and (cut := policy.halt(self._sequence[prompt_len:])) is not None:
+                self._truncate(prompt_len + cut + 1)  # a stop pattern matched: keep through its last token
+                break
 
             if thinking and tok.end_think_id in new_tokens:
                 thinking = False

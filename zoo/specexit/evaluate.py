@@ -6,16 +6,21 @@ only in how it stops thinking; longer problems' metrics carry the prefix ``long_
 
 from __future__ import annotations
 
+import json
 import statistics as st
+from dataclasses import replace
 
 from zoo._errors import ZooError
-from zoo.eval import Claim, Protocol, Setting, Shared, Step, Tuning, beats
+from zoo.eval import Arm, Claim, Protocol, Setting, Shared, Step, Tuning, beats
 from zoo.progress import track
 from zoo.quant.moe.quantizers import torch_threads
 from zoo.specexit.calibration import CONFIDENCE_GRID, PROBE_GRID, REMAIN_GRID, forced_answer
 from zoo.specexit.data import test_problems, validation_problems
 from zoo.specexit.exits import FirstCheckStop
+from zoo.specexit.grammar import GRAMMARS, RegexStop, RegexStopPolicy, StopPattern, headroom, make_trace, regex_family
+from zoo.specexit.tokenizer import TraceTokenizer
 from zoo.specexit.traces import build_trace, exit_label, last_computed_value, parse_answer
+from zoo.specexit.tune import PUBLISHED_GRAMMAR, TUNING_FILE, UNITS
 
 MODES = {"target_greedy": "target", "speculative": "spec", "probe_exit": "probe_exit", "specexit": "specexit"}
 MODES["reference_oracle_exit"] = "oracle_exit"
@@ -24,6 +29,16 @@ METRICS = (
     "answer_kept",
 )  # fmt: skip
 REFERENCES = ("target_greedy", "reference_oracle_exit", "reference_first_check")
+#: The label-free stops SpecExit must beat (issue 62): the tuned regex stop and the first-``Check:`` stop.
+LABEL_FREE = ("reference_regex_stop", "reference_first_check")
+
+
+def tuned_stop(grammar: str = PUBLISHED_GRAMMAR) -> StopPattern:
+    """The regex stop ``python -m zoo.specexit.tune`` chose for ``grammar`` on validation traces (tuning.json)."""
+    if not TUNING_FILE.is_file():
+        raise ZooError(f"{TUNING_FILE} is missing: run `python -m zoo.specexit.tune` first")
+    chosen = json.loads(TUNING_FILE.read_text())["grammars"][grammar]
+    return StopPattern(chosen["chosen"], chosen["pattern"])
 
 
 def generate(module, problem, arm: str, keep: int | None = None):
@@ -32,6 +47,13 @@ def generate(module, problem, arm: str, keep: int | None = None):
     if arm in MODES:
         keep = keep if keep is not None else -1  # no answer to keep: the oracle never exits
         result = module.generate(problem, mode=MODES[arm], answer=keep)
+    elif arm == "reference_regex_stop":
+        policy = RegexStopPolicy(RegexStop(tuned_stop(), module.tokenizer))
+        result = module.decoder().generate(module.encode_prompt(problem), policy)
+        result.text = module.tokenizer.decode(result.tokens)
+        if "Answer:" not in result.text:  # stopped by the pattern: the answer is the value the text stated
+            result.answer = policy.rule.answer(result.tokens, len(result.tokens) - 1)
+            return result
     else:
         result = module.decoder().generate(module.encode_prompt(problem), FirstCheckStop(module.tokenizer))
         result.text = module.tokenizer.decode(result.tokens)
@@ -110,7 +132,7 @@ def measure_seed(run) -> dict[str, dict]:
         if lo > hi:
             raise ZooError(f"--set {what}_min={lo} is above {what}_max={hi}")
     module = run.load("specexit").eval()  # seeds other than the published one train the draft on the published target
-    arms = list(PROTOCOL.arms)
+    arms = list(SHARED_ARMS)
     with torch_threads(1):  # batch 1: a second thread only adds contention noise to the latency
         problems = test_problems(settings["test_problems"], short)
         warmup = validation_problems(5, short)
@@ -125,6 +147,57 @@ def measure_seed(run) -> dict[str, dict]:
     metrics["specexit"].update({"confidence_threshold": rule.confidence, "remain_threshold": rule.remain})
     metrics["probe_exit"]["probe_threshold"] = rule.probe_threshold
     return metrics
+
+
+def gate_metrics() -> dict[str, float]:
+    """The issue-62 headroom gate of each grammar's tuned regex stop on its validation traces (no model): ``gate_*``
+    is max(accuracy loss / 10 points, missed share of the oracle exit's token saving / 0.2), >= 1 when it holds."""
+    tokenizer, out = TraceTokenizer(), {}
+    for grammar in GRAMMARS:
+        rule = RegexStop(tuned_stop(grammar), tokenizer)
+        for (n, operands), short in zip(UNITS.values(), ("in", "long"), strict=True):
+            traces = [make_trace(p, tokenizer, grammar) for p in validation_problems(n, operands)]
+            scores = headroom(rule, traces)
+            for key in ("gate", "accuracy_loss", "saving_missed"):
+                out[f"{key}_{grammar}_{short}"] = scores[key]
+    return out
+
+
+def measure_regex_stop(run) -> dict[str, float]:
+    """``reference_regex_stop``: the published target (every seed's) decoding speculatively with the published draft
+    until the tuned stop pattern matches, interleaved with plain speculative decoding in one timed pass; plus the
+    headroom gate on validation traces (:func:`gate_metrics`). A rule without learning: seeds differ only in timing."""
+    settings = run.settings
+    short = (settings["operands_min"], settings["operands_max"])
+    long = (settings["long_operands_min"], settings["long_operands_max"])
+    module = run.published("specexit").eval()
+    arms = ["speculative", "reference_regex_stop"]
+    with torch_threads(1):
+        problems = test_problems(settings["test_problems"], short)
+        metrics = decode_arms(module, problems, arms, settings["latency_repeats"], validation_problems(5, short))
+        if settings["long_test_problems"]:
+            longer = test_problems(settings["long_test_problems"], long)
+            scores = decode_arms(module, longer, arms, settings["long_latency_repeats"])
+            for arm in arms:
+                metrics[arm].update({f"long_{key}": value for key, value in scores[arm].items()})
+    ours, spec = metrics["reference_regex_stop"], metrics["speculative"]
+    ours["token_reduction_vs_spec"] = 1.0 - ours["tokens_mean"] / spec["tokens_mean"]
+    ours["speedup_vs_spec"] = spec["latency_ms_mean"] / ours["latency_ms_mean"]
+    return {**ours, **gate_metrics()}
+
+
+def best_label_free(result: dict) -> Claim:
+    """SpecExit >= 10% fewer tokens or >= 10% lower latency than the best label-free stop (fewest tokens, resp.
+    lowest latency, of :data:`LABEL_FREE`), each paired over seeds beyond the spread; the stronger of the two."""
+    arms = result["arms"]
+    stops = [arm for arm in LABEL_FREE if arm in arms]
+    found = []
+    for metric in ("tokens_mean", "latency_ms_mean"):
+        best = min(stops, key=lambda arm: arms[arm][metric])
+        found.append(beats(result, metric, "specexit", best, 0.10, higher_is_better=False, relative=True))
+    claim = max(found, key=lambda c: (c.holds, c.value))
+    text = "SpecExit >= 10% fewer tokens or >= 10% lower latency than the best label-free stop; the better: "
+    return replace(claim, id="specexit_beats_best_label_free_stop", text=text + claim.text)
 
 
 def claims(result: dict) -> list[Claim]:
@@ -161,6 +234,17 @@ def claims(result: dict) -> list[Claim]:
     if "long_accuracy" in ours:
         text = "longer problems: SpecExit <= 1 point below target greedy"
         out.append(below("specexit_accuracy_drop_long", text, "target_greedy", "long_accuracy"))
+    regex = arms.get("reference_regex_stop")
+    if regex is not None:
+        out.append(best_label_free(result))
+        for grammar, what in (("checks", "the published target's grammar"), ("unmarked", "not trained yet")):
+            text = (
+                f"headroom ({grammar} traces, {what}): the tuned regex stop loses >= 10 accuracy points or misses "
+                ">= 20% of the oracle exit's token saving on validation traces (value: max(loss/10, missed/0.2))"
+            )
+            units = {unit: regex[f"gate_{grammar}_{short}"] for unit, short in zip(UNITS, ("in", "long"), strict=True)}
+            out.append(Claim.gate(f"headroom_regex_stop_{grammar}", text, units, 1.0, arm="reference_regex_stop",
+                                  versus="reference_oracle_exit"))  # fmt: skip
     return out
 
 
@@ -170,11 +254,14 @@ def score_pretrained(module, limit: int | None = None) -> dict[str, float]:
     return {key: arms["specexit"][key] for key in ("accuracy", "tokens_mean", "token_reduction_vs_spec")}
 
 
+SHARED_ARMS = ("specexit", "probe_exit", "speculative", *REFERENCES)  # decoded in one interleaved, timed pass
+REGEX_HELP = "stop pattern tuned on validation traces (tune.py); the published target and draft for every seed"
+
 PROTOCOL = Protocol(
     method="specexit",
     baselines=("probe_exit",),
     ablations=("speculative",),
-    references=REFERENCES,
+    references=(*REFERENCES, Arm("reference_regex_stop", measure=measure_regex_stop, timed=True, help=REGEX_HELP)),
     ceilings=("reference_oracle_exit",),  # it exits at the labelled answer-fixing point: an upper bound
     settings={
         "test_problems": Setting(100, "held-out in-distribution problems decoded per seed (the spec: 200)", minimum=1),
@@ -202,12 +289,24 @@ PROTOCOL = Protocol(
         "target_greedy": Tuning("none", {}, 0, "greedy decoding has no hyperparameter"),
         "reference_oracle_exit": Tuning("none", {}, 0, "exits at the exit label of target greedy's own trace"),
         "reference_first_check": Tuning("none", {}, 0, "no hyperparameter"),
+        "reference_regex_stop": Tuning(
+            "validation",
+            {"pattern": [p.name for p in regex_family()]},
+            len(regex_family()),
+            "clean traces of the same 100 validation problems as specexit's calibration, same rule (fewest thinking "
+            "tokens within 1 accuracy point of the full traces); python -m zoo.specexit.tune, zoo/specexit/tuning.json",
+        ),
     },
-    shared=(Shared(("specexit", "probe_exit", "speculative", *REFERENCES), measure_seed, timed=True),),
+    shared=(Shared(SHARED_ARMS, measure_seed, timed=True),),
     claims=claims,
     score_pretrained=score_pretrained,
     fit_args=lambda run: [f"--model.init_args.target_from={run.entry('specexit').mirror_dir}"],
     headline=("accuracy", "tokens_mean", "latency_ms_mean", "target_forwards_mean"),
-    steps=(Step("target", ("zoo", "fit", "-c", "recipes/specexit/arith_target.yaml"), "train the target LM"),),
+    steps=(
+        Step(
+            "tune", ("python", "-m", "zoo.specexit.tune"), "the regex stop and the headroom gate on validation traces"
+        ),
+        Step("target", ("zoo", "fit", "-c", "recipes/specexit/arith_target.yaml"), "train the target LM"),
+    ),
     lower_is_better=tuple(f"{prefix}{key}" for prefix in ("", "long_") for key in METRICS[1:5]),  # tokens, passes, ms
 )

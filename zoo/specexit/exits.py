@@ -102,6 +102,11 @@ class NoExit:
     def observe(self, signals: torch.Tensor | None) -> None:
         pass
 
+    def halt(self, completion: list[int]) -> int | None:
+        """After each verification round while thinking: the index in ``completion`` (the tokens after the prompt)
+        of the last token to keep when decoding is to end there (a stop pattern matched), else None."""
+        return None
+
 
 class SignalExit(NoExit):
     """SpecExit: exit at a delimiter when the EWMA of the draft's signals passes all three thresholds.
