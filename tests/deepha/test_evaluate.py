@@ -57,7 +57,9 @@ def test_coa_and_coa_compressed_share_one_fit_and_the_published_weights(monkeypa
         "coa_compressed",
         "coa",
         "flat",
+        "reference_oracle_coa",
     }
+    assert run.load("reference_oracle_coa") is run.load("coa_compressed")  # the oracle acts with the method's fit
     assert published.entry("coa").name == "deepha.babyai"
 
 
