@@ -6,6 +6,8 @@ All functions take a :class:`~.features.Features` cache and return one score per
 * ``single_layer``: the unigram NLL of one layer's SAE top-K features.
 * ``multi_layer_unigram``: the unigram NLL averaged over every layer (no transitions).
 * ``raw_transition``: the transition NLL over the top-K normalised hidden units (no SAE).
+* ``transition_lr_other_id``: the transition NLL minus ``weight`` times the NLL under a background transition model
+  counted on the other ID settings' train texts with the same SAEs (a likelihood ratio, issue 66).
 * ``mahalanobis``: squared Mahalanobis distance of a pooled layer to the ID mean (sklearn ``LedoitWolf``).
 * ``knn``: cosine distance to the k-th nearest ID train embedding (faiss, Sun et al. 2022).
 * ``energy``: ``-logsumexp`` of a logistic regression on ID sub-labels (Liu et al. 2020's energy score).
@@ -45,10 +47,11 @@ class SAEScorer:
         groups: The (domain, split) groups to score.
         top_max: The largest K of the grid (smaller K are prefixes: indices are sorted by activation).
         raw_top_max: The largest K of the raw-unit grid.
+        background: Groups whose SAE top-K sets give the background counts of :meth:`transition_ratio`.
     """
 
     def __init__(self, features: Features, stack: SAEStack, id_domain: str, groups: Sequence[Group], top_max: int,
-                 raw_top_max: int) -> None:  # fmt: skip
+                 raw_top_max: int, background: Sequence[Group] = ()) -> None:  # fmt: skip
         self.stack = stack
         self.groups = list(groups)
         everything = [(id_domain, "train"), *self.groups]
@@ -62,6 +65,10 @@ class SAEScorer:
                 [raw_top_indices(tokens[s : s + 8192], mean, scale, raw_top_max) for s in range(0, len(tokens), 8192)]
             )
         self.train = (id_domain, "train")
+        self.background = list(background)
+        for group in self.background:
+            tokens, _ = features.token_slice(*group)
+            self.indices[group] = stack.top_indices(torch.from_numpy(np.asarray(tokens)), top_max)
         self._counts: dict = {}
 
     def _transition_counts(self, raw: bool, top: int) -> np.ndarray:
@@ -84,6 +91,30 @@ class SAEScorer:
         return {
             g: text_scores(token_transition_nll(source[g][:, :, :top], table), self.offsets[g]) for g in self.groups
         }
+
+    def transition_ratio(self, top: int, alpha: float, weight: float) -> dict[Group, np.ndarray]:
+        """``NLL_ID - weight * NLL_background`` per text: both transition models share the SAEs, ``top`` and ``alpha``.
+
+        The background model is counted on the ``background`` groups given at construction.
+        """
+        if not self.background:
+            raise ValueError("transition_ratio needs background groups (SAEScorer(..., background=...))")
+        if not weight >= 0:
+            raise ValueError(f"weight must be >= 0, got {weight}")
+        key = ("background", top)
+        if key not in self._counts:
+            counts = None
+            for group in self.background:
+                counts = transition_counts(self.indices[group][:, :, :top], self.stack.features, counts)
+            self._counts[key] = counts
+        table = transition_nll_table(self._transition_counts(False, top), alpha)
+        background = transition_nll_table(self._counts[key], alpha)
+        out = {}
+        for g in self.groups:
+            indices = self.indices[g][:, :, :top]
+            nll = token_transition_nll(indices, table) - weight * token_transition_nll(indices, background)
+            out[g] = text_scores(nll, self.offsets[g])
+        return out
 
     def transition_from_counts(self, counts: np.ndarray, top: int, alpha: float) -> dict[Group, np.ndarray]:
         table = transition_nll_table(counts.astype(np.float64), alpha)
