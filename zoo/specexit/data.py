@@ -12,7 +12,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from zoo.specexit.tokenizer import TraceTokenizer
+from zoo.specexit.grammar import make_trace
+from zoo.specexit.tokenizer import GRAMMARS, TraceTokenizer
 from zoo.specexit.traces import Problem, Trace, build_trace, sample_problems
 
 #: Seeds of the problem splits. The test problems exclude every training and validation expression.
@@ -82,14 +83,29 @@ class TraceDataset(Dataset):
         p_wrong: Probability of an injected (and corrected) wrong step.
         seed: Seed of the injected mistakes and of the probe boundaries.
         p_all_checks: Probability that a trace writes all its checks (else a uniform 0..all-1 of them); 1 writes all.
+        grammar: The trace grammar (``checks``: :func:`~zoo.specexit.traces.build_trace`; ``unmarked``:
+            :func:`~zoo.specexit.grammar.build_unmarked_trace`, which has no injected mistakes); ``None``: the
+            tokenizer's.
     """
 
     def __init__(
-        self, problems: list[Problem], tokenizer: TraceTokenizer, p_wrong: float, seed: int, p_all_checks: float = 1.0
+        self,
+        problems: list[Problem],
+        tokenizer: TraceTokenizer,
+        p_wrong: float,
+        seed: int,
+        p_all_checks: float = 1.0,
+        grammar: str | None = None,
     ) -> None:
         rng = random.Random(seed)
         self.tokenizer = tokenizer
-        self.traces: list[Trace] = [build_trace(p, tokenizer, rng, p_wrong, p_all_checks) for p in problems]
+        grammar = grammar or tokenizer.grammar
+        if grammar == "checks":
+            self.traces: list[Trace] = [build_trace(p, tokenizer, rng, p_wrong, p_all_checks) for p in problems]
+        else:
+            if p_wrong > 0:
+                raise ValueError(f"the {grammar!r} grammar has no injected mistakes; set p_wrong=0 (got {p_wrong})")
+            self.traces = [make_trace(p, tokenizer, grammar, rng=rng, p_all_checks=p_all_checks) for p in problems]
         self.probe_boundary = [rng.choice(t.delimiter_pos) for t in self.traces]
         self.suffix = [tokenizer.end_think_id, tokenizer.ids["Answer:"]]
 
@@ -237,6 +253,9 @@ class ArithmeticTraceDataModule(pl.LightningDataModule):
         curriculum_steps: Training batches over which the largest operand count grows from ``min_operands`` to
             ``max_operands`` (0: every count from the start).
         seed: Seed of the problems and the injected mistakes.
+        grammar: The trace grammar: ``checks`` (the published recipes': bare answer line, then ``Check:`` lines) or
+            ``unmarked`` (issue 62, :mod:`zoo.specexit.grammar`: no surface marker at the exit point). The module's
+            ``grammar`` must match (it decides the position ids).
     """
 
     def __init__(
@@ -253,6 +272,7 @@ class ArithmeticTraceDataModule(pl.LightningDataModule):
         max_running: int = 49,
         curriculum_steps: int = 0,
         seed: int = 0,
+        grammar: str = "checks",
     ) -> None:
         super().__init__()
         if min_operands < 2 or max_operands < min_operands:
@@ -261,8 +281,12 @@ class ArithmeticTraceDataModule(pl.LightningDataModule):
             raise ValueError(f"p_wrong is a probability in [0, 1), got {p_wrong}")
         if not 0.0 <= p_all_checks <= 1.0:
             raise ValueError(f"p_all_checks is a probability in [0, 1], got {p_all_checks}")
+        if grammar not in GRAMMARS:
+            raise ValueError(f"unknown trace grammar {grammar!r}; choose one of {', '.join(GRAMMARS)}")
+        if grammar != "checks" and p_wrong > 0:
+            raise ValueError(f"the {grammar!r} grammar has no injected mistakes; set p_wrong=0 (got {p_wrong})")
         self.save_hyperparameters()
-        self.tokenizer = TraceTokenizer()
+        self.tokenizer = TraceTokenizer(grammar=grammar)
         self.datasets: dict[str, TraceDataset] = {}
 
     def setup(self, stage: str | None = None) -> None:

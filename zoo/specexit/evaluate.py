@@ -17,7 +17,16 @@ from zoo.quant.moe.quantizers import torch_threads
 from zoo.specexit.calibration import CONFIDENCE_GRID, PROBE_GRID, REMAIN_GRID, forced_answer
 from zoo.specexit.data import test_problems, validation_problems
 from zoo.specexit.exits import FirstCheckStop
-from zoo.specexit.grammar import GRAMMARS, RegexStop, RegexStopPolicy, StopPattern, headroom, make_trace, regex_family
+from zoo.specexit.grammar import (
+    GRAMMARS,
+    RegexStop,
+    RegexStopPolicy,
+    StopPattern,
+    headroom,
+    make_trace,
+    regex_family,
+    stated_value,
+)
 from zoo.specexit.tokenizer import TraceTokenizer
 from zoo.specexit.traces import build_trace, exit_label, last_computed_value, parse_answer
 from zoo.specexit.tune import PUBLISHED_GRAMMAR, TUNING_FILE, UNITS
@@ -48,7 +57,7 @@ def generate(module, problem, arm: str, keep: int | None = None):
         keep = keep if keep is not None else -1  # no answer to keep: the oracle never exits
         result = module.generate(problem, mode=MODES[arm], answer=keep)
     elif arm == "reference_regex_stop":
-        policy = RegexStopPolicy(RegexStop(tuned_stop(), module.tokenizer))
+        policy = RegexStopPolicy(RegexStop(tuned_stop(module.tokenizer.grammar), module.tokenizer))
         result = module.decoder().generate(module.encode_prompt(problem), policy)
         result.text = module.tokenizer.decode(result.tokens)
         if "Answer:" not in result.text:  # stopped by the pattern: the answer is the value the text stated
@@ -58,7 +67,10 @@ def generate(module, problem, arm: str, keep: int | None = None):
         result = module.decoder().generate(module.encode_prompt(problem), FirstCheckStop(module.tokenizer))
         result.text = module.tokenizer.decode(result.tokens)
     read_text = arm == "reference_first_check" and "Answer:" not in result.text
-    result.answer = last_computed_value(result.text + "\n\n") if read_text else parse_answer(result.text)
+    if read_text and module.tokenizer.grammar == "unmarked":  # a re-derivation is no computation line there
+        result.answer = stated_value(result.text + "\n\n")
+    else:
+        result.answer = last_computed_value(result.text + "\n\n") if read_text else parse_answer(result.text)
     return result
 
 
@@ -113,7 +125,7 @@ def forced_exit_accuracy(module, problems, offsets=(-1, 0, 1, 2, 3)) -> dict[str
     for offset in offsets:
         hits = []
         for problem in problems:
-            trace = build_trace(problem, tok)
+            trace = build_trace(problem, tok) if tok.grammar == "checks" else make_trace(problem, tok, tok.grammar)
             index = trace.delimiter_pos.index(trace.lstar_pos) + offset
             if 0 <= index < len(trace.delimiter_pos):
                 answer, _ = forced_answer(module, trace.ids[: trace.delimiter_pos[index] + 1])
@@ -237,7 +249,14 @@ def claims(result: dict) -> list[Claim]:
     regex = arms.get("reference_regex_stop")
     if regex is not None:
         out.append(best_label_free(result))
-        for grammar, what in (("checks", "the published target's grammar"), ("unmarked", "not trained yet")):
+        for grammar in GRAMMARS:
+            what = (
+                "the published target's grammar"
+                if grammar == PUBLISHED_GRAMMAR
+                else "not trained yet"
+                if grammar == "unmarked"
+                else "not the published target's"
+            )
             text = (
                 f"headroom ({grammar} traces, {what}): the tuned regex stop loses >= 10 accuracy points or misses "
                 ">= 20% of the oracle exit's token saving on validation traces (value: max(loss/10, missed/0.2))"

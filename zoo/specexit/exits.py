@@ -183,7 +183,9 @@ class OracleExit(NoExit):
 
     Given the answer the full trace gives (``reference_oracle_exit`` passes target greedy's), this is the trace's
     :func:`~zoo.specexit.traces.exit_label`, the earliest point after which its answer is determined (greedy traces
-    do not correct themselves after a bare answer line).
+    do not correct themselves after a bare answer line). In the ``unmarked`` grammar (no bare line) it exits at the
+    delimiter closing the last step line (as many step lines as the prompt has operators) if that line states
+    ``answer``.
 
     Args:
         tokenizer: To read the thinking text.
@@ -196,8 +198,14 @@ class OracleExit(NoExit):
         self.tokenizer, self.answer = tokenizer, answer
 
     def decide(self, engine, new_tokens, delimiter) -> bool:
-        text = self.tokenizer.decode(engine.emitted_through(delimiter))
-        return readout(text.rpartition("<think>")[2]) == self.answer
+        prompt, _, thinking = self.tokenizer.decode(engine.emitted_through(delimiter)).rpartition("<think>")
+        if getattr(self.tokenizer, "grammar", "checks") == "unmarked":
+            from zoo.specexit.grammar import stated_value, steps_done
+
+            # No bare line: the exit label is the delimiter closing the last step line (one per prompt operator).
+            ops = prompt.count("+") + prompt.count("-")
+            return steps_done(thinking) >= ops and stated_value(thinking) == self.answer
+        return readout(thinking) == self.answer
 
 
 class FirstCheckStop(NoExit):

@@ -39,10 +39,8 @@ import statistics as st
 from dataclasses import dataclass
 
 from zoo.specexit.exits import NoExit
-from zoo.specexit.tokenizer import DELIM, END_THINK, EOS, TraceTokenizer
+from zoo.specexit.tokenizer import DELIM, END_THINK, EOS, GRAMMARS, TraceTokenizer
 from zoo.specexit.traces import MAX_CHECKS, Problem, Trace, build_trace, max_checks, sample_checks
-
-GRAMMARS = ("checks", "unmarked")
 
 
 def partial_checks(problem: Problem, step: int) -> int:
@@ -120,6 +118,13 @@ def stated_value(thinking: str) -> int | None:
         if found:
             return int(found.group(1))
     return None
+
+
+def steps_done(thinking: str) -> int:
+    """Complete step lines (``+4=12.``; a ``Wait,`` correction replaces its line, so it does not count) in
+    ``thinking``."""
+    lines = (line.strip() for line in thinking.split(DELIM)[:-1])
+    return sum(bool(_STEP.match(line)) and not line.startswith("Wait,") for line in lines)
 
 
 # Pieces of the stop patterns (matched against the thinking text, which ends with the newest token).

@@ -152,6 +152,9 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
         calibrate_problems: For ``stage="draft"``: when training ends, choose SpecExit's exit thresholds and the
             probe's on this many **validation** problems (:func:`zoo.specexit.calibration.calibrate`: fewest tokens
             within 1 accuracy point of speculative decoding) and store them in ``exit_rule`` (0: keep ``exit_rule``).
+        grammar: The trace grammar the model reads and writes (``checks``: the published recipes'; ``unmarked``:
+            issue 62, :mod:`zoo.specexit.grammar`): it sets the position ids, the exit label and the oracle exit
+            (through ``self.tokenizer.grammar``). Must equal the datamodule's ``grammar`` when fitting.
     """
 
     DEFAULT_PRETRAINED_CFG = {"input_format": INPUT_FORMAT}
@@ -170,6 +173,7 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
         weight_decay: float = 0.0,
         warmup_steps: int = 50,
         calibrate_problems: int = 0,
+        grammar: str = "checks",
     ) -> None:
         super().__init__()
         if stage not in STAGES:
@@ -184,7 +188,7 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
         bad_taps = [t for t in self.draft_cfg.taps if not 1 <= t <= self.target_cfg.num_layers]
         if bad_taps:
             raise ValueError(f"draft taps {bad_taps} are not target layers 1..{self.target_cfg.num_layers}")
-        self.tokenizer = TraceTokenizer()
+        self.tokenizer = TraceTokenizer(grammar=grammar)
         vocab = len(self.tokenizer)
         self.target = build_target(vocab, self.target_cfg)
         self.draft = EagleDraft(vocab, self.target_cfg.hidden_size, self.draft_cfg, self.target_cfg.max_positions)
@@ -229,6 +233,13 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
     def setup(self, stage: str) -> None:
         reason = "its data's curriculum batch sampler is not sharded across processes (no DistributedSampler)"
         refuse_distributed(self, reason, stage)
+        data = getattr(getattr(self, "_trainer", None), "datamodule", None)
+        theirs = getattr(getattr(data, "hparams", None), "grammar", None)
+        if theirs is not None and theirs != self.tokenizer.grammar:
+            raise ZooError(
+                f"the data's trace grammar is {theirs!r} but the model's is {self.tokenizer.grammar!r}; set the same "
+                "grammar on model.init_args and data.init_args (it decides the position ids)"
+            )
         if stage == "fit" and self.hparams.target_from:
             self.load_target(self.hparams.target_from)
 
@@ -245,6 +256,13 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
             raise ZooError(
                 f"target_from={str(folder)!r} holds no model.safetensors; train the target first with "
                 "`zoo fit -c recipes/specexit/arith_target.yaml`"
+            )
+        vocab = Path(folder) / "tokenizer.json"
+        if vocab.is_file() and TraceTokenizer.from_json(vocab.read_text()).grammar != self.tokenizer.grammar:
+            raise ZooError(
+                f"target_from={str(folder)!r} was trained on the "
+                f"{TraceTokenizer.from_json(vocab.read_text()).grammar!r} trace grammar, this draft on "
+                f"{self.tokenizer.grammar!r}; train the target with the same grammar"
             )
         state = {k[len("target.") :]: v for k, v in load_file(str(path)).items() if k.startswith("target.")}
         missing, unexpected = self.target.load_state_dict(state, strict=False)
@@ -473,6 +491,11 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
         if len(tokenizer) != self.target.config.vocab_size:
             raise ZooError(
                 f"{path} has {len(tokenizer)} tokens but the model's vocabulary is {self.target.config.vocab_size}"
+            )
+        if tokenizer.grammar != self.hparams.get("grammar", "checks"):
+            raise ZooError(
+                f"{path} encodes the {tokenizer.grammar!r} trace grammar but the config says "
+                f"{self.hparams.get('grammar', 'checks')!r}"
             )
         self.tokenizer = tokenizer
 

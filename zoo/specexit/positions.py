@@ -28,6 +28,20 @@ checks walk the blocks backwards from ``n``; ``</think>`` and the answer take bl
 slot 4..5 (the bare line's value is ``STRIDE`` ids back). Ids are assigned causally (a token's id depends on it and the
 tokens before it only), so KV-cached decoding, speculative verification and the draft compute them token by token with
 :func:`step`; a token the grammar does not expect takes the previous id + 1.
+
+The **unmarked** grammar (:mod:`zoo.specexit.grammar`, chosen by ``tokenizer.grammar``) has no bare line: a line
+opening with a digit is a re-derivation. Its layout keeps every id's *value* content the same wherever it occurs:
+slot 4..5 of block ``j`` always holds the running value after entry ``j`` (entry 1's digits, or step line ``j-1``'s
+value), so a verification line writes each value at the ids of the step that produced it::
+
+    step line        +4=12.          op B, operand B+1.., = B+3, value B+4..5, . B+6, \\n\\n B+7 (as in checks)
+    re-derivation    8+4=12.         input value at B-8..-7 (block j-1's value), then as a step line
+    undo             Check: 12-4=8.  Check: B-4, space B-3, 12 at B+4..5, op B, operand, = B+3, 8 at B-8..-7
+
+where ``B`` is the block of the step re-verified. A verification block walks back from the step just written (the
+next verification after a step line takes that line's block; each verification moves one block back). ``</think>``
+takes block ``n+1`` (slot 1), so the answer's digits sit at slot 4..5 of block ``n+1``, ``STRIDE`` ids after the last
+step line's value, the relation "read the previous running value" of every step line.
 """
 
 from __future__ import annotations
@@ -50,7 +64,7 @@ _START, _PREFIXED, _OPERAND, _VALUE, _DONE, _SOURCE = range(6)
 # Phases.
 _PROMPT, _THINK, _ANSWER = range(3)
 # Line kinds.
-_STEP, _WAIT, _BARE, _CHECK = range(4)
+_STEP, _WAIT, _BARE, _CHECK, _REDERIVE = range(5)
 
 
 class State(NamedTuple):
@@ -82,6 +96,7 @@ class Coupler:
         self.dot, self.delim = ids["."], tokenizer.delim_id
         self.think, self.end_think = tokenizer.think_id, tokenizer.end_think_id
         self.check, self.wait, self.space = ids["Check:"], ids["Wait,"], ids[" "]
+        self.unmarked = getattr(tokenizer, "grammar", "checks") == "unmarked"
 
     def step(self, state: State, token: int) -> tuple[int, State]:
         """The position id of ``token`` after ``state``, and the state after it."""
@@ -89,7 +104,7 @@ class Coupler:
         if s.phase == _PROMPT:
             position, s = self._prompt(s, token)
         elif s.phase == _THINK:
-            position, s = self._think(s, token)
+            position, s = self._think_unmarked(s, token) if self.unmarked else self._think(s, token)
         else:
             position = s.last + 1
         return position, s._replace(last=position)
@@ -155,13 +170,56 @@ class Coupler:
             return base + 7, s._replace(field=_START, digits=0)
         return s.last + 1, s
 
+    def _think_unmarked(self, s: State, token: int) -> tuple[int, State]:
+        """A thinking token of the ``unmarked`` grammar (module docstring)."""
+        if token == self.end_think:
+            return STRIDE * (s.entries + 1) + 1, s._replace(phase=_ANSWER)
+        if s.field == _START:
+            if token == self.check:  # undo "Check: 12-4=8." of the step in block next_check
+                block = s.next_check
+                return STRIDE * block - 4, s._replace(kind=_CHECK, block=block, field=_SOURCE, digits=0)
+            if token in self.ops:
+                block = s.next_step
+                return STRIDE * block, s._replace(kind=_STEP, block=block, field=_OPERAND, digits=0)
+            if token in self.digits:  # re-derivation "8+4=12.": its input value, where block - 1 holds it
+                block = s.next_check
+                return STRIDE * (block - 1) + 4, s._replace(kind=_REDERIVE, block=block, field=_SOURCE, digits=1)
+            return s.last + 1, s
+        base = STRIDE * s.block
+        if s.field == _SOURCE:
+            if token == self.space and s.kind == _CHECK:
+                return base - 3, s
+            if token in self.digits and s.digits < 2:
+                source = base + 4 if s.kind == _CHECK else base - STRIDE + 4
+                return source + s.digits, s._replace(digits=s.digits + 1)
+            if token in self.ops:
+                return base, s._replace(field=_OPERAND, digits=0)
+            return s.last + 1, s
+        if token in self.digits and s.field in (_OPERAND, _VALUE):
+            if s.field == _OPERAND:
+                slot = base + 1
+            else:  # an undo's result is the value before the step: block - 1's
+                slot = base - STRIDE + 4 if s.kind == _CHECK else base + 4
+            return slot + s.digits, s._replace(digits=s.digits + 1)
+        if token == self.equals:
+            return base + 3, s._replace(field=_VALUE, digits=0)
+        if token == self.dot:
+            return base + 6, s._replace(field=_DONE)
+        if token == self.delim:
+            if s.kind == _STEP:
+                s = s._replace(next_step=s.next_step + 1, next_check=s.block)
+            elif s.kind in (_CHECK, _REDERIVE):
+                s = s._replace(next_check=s.next_check - 1)
+            return base + 7, s._replace(field=_START, digits=0)
+        return s.last + 1, s
 
-_COUPLERS: dict[tuple[str, ...], Coupler] = {}
+
+_COUPLERS: dict[tuple, Coupler] = {}
 
 
 def coupler(tokenizer: TraceTokenizer) -> Coupler:
-    """The (cached) :class:`Coupler` of a tokenizer."""
-    key = tokenizer.tokens
+    """The (cached) :class:`Coupler` of a tokenizer (its vocabulary and grammar)."""
+    key = (tokenizer.tokens, getattr(tokenizer, "grammar", "checks"))
     if key not in _COUPLERS:
         _COUPLERS[key] = Coupler(tokenizer)
     return _COUPLERS[key]

@@ -18,6 +18,8 @@ PAD, EOS, THINK, END_THINK, DELIM = "<pad>", "<eos>", "<think>", "</think>", "\n
 WORDS = ("Q:", "Check:", "Wait,", "Answer:")
 CHARS = tuple("0123456789") + ("+", "-", "=", "?", ".", " ")
 DEFAULT_TOKENS = (PAD, EOS, THINK, END_THINK, DELIM, *WORDS, *CHARS)
+#: Trace grammars (``checks``: the published recipes'; ``unmarked``: issue 62, :mod:`zoo.specexit.grammar`).
+GRAMMARS = ("checks", "unmarked")
 
 
 class TraceTokenizer:
@@ -25,9 +27,15 @@ class TraceTokenizer:
 
     Args:
         tokens: The vocabulary in id order; must hold the special tokens and the delimiter.
+        grammar: The trace grammar the ids encode (``checks``: the recipes' :func:`~zoo.specexit.traces.build_trace`;
+            ``unmarked``: :mod:`zoo.specexit.grammar`). The vocabulary is the same; the grammar decides the position
+            ids (:mod:`zoo.specexit.positions`) and how a thinking text states its answer (``exit_label``).
     """
 
-    def __init__(self, tokens: Sequence[str] = DEFAULT_TOKENS) -> None:
+    def __init__(self, tokens: Sequence[str] = DEFAULT_TOKENS, grammar: str = "checks") -> None:
+        if grammar not in GRAMMARS:
+            raise ValueError(f"unknown trace grammar {grammar!r}; choose one of {', '.join(GRAMMARS)}")
+        self.grammar = grammar
         tokens = tuple(tokens)
         if len(set(tokens)) != len(tokens):
             raise ValueError("tokenizer vocabulary has duplicate tokens; each token must appear once")
@@ -70,7 +78,10 @@ class TraceTokenizer:
 
     def to_json(self) -> str:
         """The vocabulary as ``tokenizer.json`` text."""
-        return json.dumps({"type": "longest-match", "tokens": list(self.tokens)}, indent=2) + "\n"
+        data = {"type": "longest-match", "tokens": list(self.tokens)}
+        if self.grammar != "checks":  # the published (checks) tokenizer.json stays byte-identical
+            data["grammar"] = self.grammar
+        return json.dumps(data, indent=2) + "\n"
 
     @classmethod
     def from_json(cls, text: str) -> TraceTokenizer:
@@ -78,4 +89,4 @@ class TraceTokenizer:
         data = json.loads(text)
         if data.get("type") != "longest-match" or "tokens" not in data:
             raise ValueError("tokenizer.json is not a specexit longest-match vocabulary ({'type', 'tokens'})")
-        return cls(data["tokens"])
+        return cls(data["tokens"], data.get("grammar", "checks"))

@@ -321,8 +321,9 @@ def exit_label(tokens: list[int], tokenizer: TraceTokenizer) -> int | None:
     """The exit label of a trace: the earliest delimiter after which the final answer is already determined.
 
     That is the first thinking delimiter ``d`` such that at ``d`` and at every later thinking delimiter the
-    :func:`readout` equals the answer the full trace gives (after ``Answer:``), so that ending the thinking block at
-    ``d`` keeps the trace's answer.
+    :func:`readout` (in the ``unmarked`` grammar of ``tokenizer``: :func:`~zoo.specexit.grammar.stated_value`, the
+    value of the last step line) equals the answer the full trace gives (after ``Answer:``), so that ending the
+    thinking block at ``d`` keeps the trace's answer.
 
     Args:
         tokens: Token ids of a whole trace: a completion (starting after ``<think>``) or prompt + completion.
@@ -338,9 +339,12 @@ def exit_label(tokens: list[int], tokenizer: TraceTokenizer) -> int | None:
     start = tokens.index(tokenizer.think_id) + 1 if tokenizer.think_id in tokens else 0
     end = tokens.index(tokenizer.end_think_id)
     delimiters = [i for i in range(start, end) if tokens[i] == tokenizer.delim_id]
+    read = readout
+    if getattr(tokenizer, "grammar", "checks") == "unmarked":  # no bare line: the last step line states the value
+        from zoo.specexit.grammar import stated_value as read
     label = None
     for position in reversed(delimiters):
-        if readout(tokenizer.decode(tokens[start : position + 1])) != text_answer:
+        if read(tokenizer.decode(tokens[start : position + 1])) != text_answer:
             break
         label = position
     return label

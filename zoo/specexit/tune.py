@@ -24,8 +24,27 @@ from zoo.specexit.grammar import GRAMMARS, RegexStop, headroom, make_trace, tune
 from zoo.specexit.tokenizer import TraceTokenizer
 
 TUNING_FILE = Path(__file__).with_name("tuning.json")
+#: The recipe of the published entry (the draft stage; its data's ``grammar`` is the published target's as well).
+RECIPE = "recipes/specexit/arith.yaml"
+
+
+def recipe_grammar(recipe: str = RECIPE) -> str:
+    """The trace grammar ``recipe`` trains on: its ``data.init_args.grammar`` (``checks`` when unset or when the
+    recipe is not found)."""
+    import yaml
+
+    from zoo._recipes import RecipeError, resolve_recipe
+
+    try:
+        text = Path(resolve_recipe(recipe)).read_text()
+    except RecipeError:
+        return "checks"
+    data = (yaml.safe_load(text) or {}).get("data") or {}
+    return (data.get("init_args") or {}).get("grammar", "checks")
+
+
 #: The grammar of the recipes' traces, i.e. of the published target.
-PUBLISHED_GRAMMAR = "checks"
+PUBLISHED_GRAMMAR = recipe_grammar()
 TUNE_PROBLEMS, LONG_PROBLEMS = 100, 40
 UNITS = {"3-6 operands": (TUNE_PROBLEMS, (3, 6)), "7-10 operands": (LONG_PROBLEMS, (7, 10))}
 
