@@ -13,6 +13,7 @@ compressed prefix, in between it is extended.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -270,8 +271,15 @@ class BatchPolicy:
         return self.low.logits(hidden[:, -1], MOT).argmax(-1).numpy()
 
 
-def run_episodes(policy: BatchPolicy, level: str, seeds: list[int], horizon: int = HORIZON) -> list[dict]:
-    """Greedy episodes of ``level``, one per seed, in lockstep (the same actions as :func:`run_episode`)."""
+def run_episodes(
+    policy: BatchPolicy, level: str, seeds: list[int], horizon: int = HORIZON, before_act: Callable | None = None
+) -> list[dict]:
+    """Greedy episodes of ``level``, one per seed, in lockstep (the same actions as :func:`run_episode`).
+
+    Args:
+        before_act: Called as ``before_act(envs, observations, actions, done)`` before each lockstep action
+            (the oracle reference forces the bot's tokens there).
+    """
     envs = [make_env(level) for _ in seeds]
     observations = [reset(env, seed)[0] for env, seed in zip(envs, seeds, strict=True)]
     policy.reset([o["mission"] for o in observations])
@@ -279,6 +287,8 @@ def run_episodes(policy: BatchPolicy, level: str, seeds: list[int], horizon: int
     done = [False] * len(envs)
     rewards, actions = [0.0] * len(envs), [[] for _ in envs]
     while not all(done):
+        if before_act is not None:
+            before_act(envs, observations, actions, done)
         images = np.stack([o["image"] for o in observations])
         chosen = policy.act(images, np.array([o["direction"] for o in observations]))
         for i, env in enumerate(envs):

@@ -230,23 +230,19 @@ def oracle_episodes(model, level: str, seeds: list[int], horizon: int, window: i
     follow the agent (an assertion in its plan): from there the row's model predicts its own tokens."""
     from minigrid.utils.baby_ai_bot import BabyAIBot
 
-    from zoo.deepha.agent import BatchPolicy
-    from zoo.deepha.demos import reset
+    from zoo.deepha.agent import BatchPolicy, run_episodes
     from zoo.deepha.vocab import GND_F, GND_MAX, GND_R, SKILL
 
     model.eval()
     forcing = ForcingDecoder(model.decoder)
     policy = BatchPolicy(model.embedder, forcing, model.layout, window, model.low)
-    envs = [make_env(level) for _ in seeds]
-    observations = [reset(env, seed)[0] for env, seed in zip(envs, seeds, strict=True)]
-    bots = [BabyAIBot(env) for env in envs]
-    policy.reset([o["mission"] for o in observations])
-    limits = [min(horizon, env.unwrapped.max_steps) for env in envs]
-    n = len(envs)
-    done, rewards, actions = [False] * n, [0.0] * n, [[] for _ in envs]
-    suggested, failed, known = [None] * n, [False] * n, [None] * n
+    n = len(seeds)
+    bots, suggested, failed, known = [], [None] * n, [False] * n, [None] * n
     tokens = [(-1, -1, -1, -1, -1)] * n
-    while not all(done):
+
+    def force_bot_tokens(envs, observations, actions, done) -> None:
+        if not bots:  # after the reset: the bot reads the episode's mission and grid
+            bots.extend(BabyAIBot(env) for env in envs)
         for i in range(n):
             if done[i] or failed[i]:
                 continue
@@ -259,16 +255,10 @@ def oracle_episodes(model, level: str, seeds: list[int], horizon: int, window: i
             except (AssertionError, AttributeError, TypeError, ValueError, IndexError):
                 failed[i], tokens[i] = True, (-1, -1, -1, -1, -1)
         forcing.forced = {kind: [row[j] for row in tokens] for j, kind in enumerate((*SKILL, GND_F, GND_R))}
-        images = np.stack([o["image"] for o in observations])
-        chosen = policy.act(images, np.array([o["direction"] for o in observations]))
-        for i, env in enumerate(envs):
-            if done[i]:
-                continue
-            actions[i].append(int(chosen[i]))
-            observations[i], rewards[i], terminated, truncated, _ = env.step(int(chosen[i]))
-            done[i] = terminated or truncated or len(actions[i]) >= limits[i]
-    return [{"success": float(rewards[i] > 0), "steps": len(actions[i]), "bot_failed": float(failed[i])}
-            for i in range(n)]  # fmt: skip
+
+    runs = run_episodes(policy, level, seeds, horizon, before_act=force_bot_tokens)
+    return [{"success": r["success"], "steps": r["steps"], "bot_failed": float(failed[i])}
+            for i, r in enumerate(runs)]  # fmt: skip
 
 
 def score_oracle(model, settings) -> dict[str, float]:
