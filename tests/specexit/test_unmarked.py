@@ -13,11 +13,11 @@ import torch
 from zoo._errors import ZooError
 from zoo.specexit.data import ArithmeticTraceDataModule, TraceDataset
 from zoo.specexit.exits import OracleExit
-from zoo.specexit.grammar import build_unmarked_trace, stated_value, steps_done
+from zoo.specexit.grammar import build_unmarked_trace
 from zoo.specexit.module import SpecExitModule
 from zoo.specexit.positions import position_ids
 from zoo.specexit.tokenizer import TraceTokenizer
-from zoo.specexit.traces import Problem, build_trace, exit_label, sample_problems
+from zoo.specexit.traces import Problem, build_trace, exit_label, sample_problems, stated_value, steps_done
 
 ROOT = Path(__file__).resolve().parents[2]
 TOK, UNM = TraceTokenizer(), TraceTokenizer(grammar="unmarked")

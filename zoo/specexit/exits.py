@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from zoo.specexit.tokenizer import TraceTokenizer
-from zoo.specexit.traces import readout
+from zoo.specexit.traces import readout, stated_value, steps_done
 
 
 class DecodingEngine(Protocol):
@@ -200,8 +200,6 @@ class OracleExit(NoExit):
     def decide(self, engine, new_tokens, delimiter) -> bool:
         prompt, _, thinking = self.tokenizer.decode(engine.emitted_through(delimiter)).rpartition("<think>")
         if getattr(self.tokenizer, "grammar", "checks") == "unmarked":
-            from zoo.specexit.grammar import stated_value, steps_done
-
             # No bare line: the exit label is the delimiter closing the last step line (one per prompt operator).
             ops = prompt.count("+") + prompt.count("-")
             return steps_done(thinking) >= ops and stated_value(thinking) == self.answer

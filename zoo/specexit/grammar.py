@@ -40,7 +40,15 @@ from dataclasses import dataclass
 
 from zoo.specexit.exits import NoExit
 from zoo.specexit.tokenizer import DELIM, END_THINK, EOS, GRAMMARS, TraceTokenizer
-from zoo.specexit.traces import MAX_CHECKS, Problem, Trace, build_trace, max_checks, sample_checks
+from zoo.specexit.traces import (
+    MAX_CHECKS,
+    Problem,
+    Trace,
+    build_trace,
+    max_checks,
+    sample_checks,
+    stated_value,
+)
 
 
 def partial_checks(problem: Problem, step: int) -> int:
@@ -103,28 +111,6 @@ def make_trace(problem: Problem, tokenizer: TraceTokenizer, grammar: str = "chec
     if grammar == "unmarked":
         return build_unmarked_trace(problem, tokenizer, **kwargs)
     raise ValueError(f"unknown trace grammar {grammar!r}; choose one of {', '.join(GRAMMARS)}")
-
-
-_STEP = re.compile(r"^(?:Wait,)?[+-]\d+=(\d+)\.$")
-_BARE = re.compile(r"^(\d+)\.$")
-
-
-def stated_value(thinking: str) -> int | None:
-    """The running value the complete lines of ``thinking`` have stated: the value of the last step line
-    (``+4=12.``, ``Wait,`` corrections included) or bare line (``14.``); verification lines state none."""
-    for line in reversed(thinking.split(DELIM)[:-1]):
-        line = line.strip()
-        found = _STEP.match(line) or _BARE.match(line)
-        if found:
-            return int(found.group(1))
-    return None
-
-
-def steps_done(thinking: str) -> int:
-    """Complete step lines (``+4=12.``; a ``Wait,`` correction replaces its line, so it does not count) in
-    ``thinking``."""
-    lines = (line.strip() for line in thinking.split(DELIM)[:-1])
-    return sum(bool(_STEP.match(line)) and not line.startswith("Wait,") for line in lines)
 
 
 # Pieces of the stop patterns (matched against the thinking text, which ends with the newest token).

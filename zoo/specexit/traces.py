@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -304,6 +305,28 @@ def last_computed_value(thinking: str) -> int | None:
     return _leading_int(lines[-1].rpartition("=")[2]) if lines else None
 
 
+_STEP_LINE = re.compile(r"^(?:Wait,)?[+-]\d+=(\d+)\.$")
+_BARE_LINE = re.compile(r"^(\d+)\.$")
+
+
+def stated_value(thinking: str) -> int | None:
+    """The running value the complete lines of ``thinking`` have stated: the value of the last step line
+    (``+4=12.``, ``Wait,`` corrections included) or bare line (``14.``); verification lines state none."""
+    for line in reversed(thinking.split(DELIM)[:-1]):
+        line = line.strip()
+        found = _STEP_LINE.match(line) or _BARE_LINE.match(line)
+        if found:
+            return int(found.group(1))
+    return None
+
+
+def steps_done(thinking: str) -> int:
+    """Complete step lines (``+4=12.``; a ``Wait,`` correction replaces its line, so it does not count) in
+    ``thinking``."""
+    lines = (line.strip() for line in thinking.split(DELIM)[:-1])
+    return sum(bool(_STEP_LINE.match(line)) and not line.startswith("Wait,") for line in lines)
+
+
 def readout(thinking: str) -> int | None:
     """The answer the thinking so far states: the last computation line when it is a bare number (``14.``), or None.
 
@@ -321,7 +344,7 @@ def exit_label(tokens: list[int], tokenizer: TraceTokenizer) -> int | None:
     """The exit label of a trace: the earliest delimiter after which the final answer is already determined.
 
     That is the first thinking delimiter ``d`` such that at ``d`` and at every later thinking delimiter the
-    :func:`readout` (in the ``unmarked`` grammar of ``tokenizer``: :func:`~zoo.specexit.grammar.stated_value`, the
+    :func:`readout` (in the ``unmarked`` grammar of ``tokenizer``: :func:`stated_value`, the
     value of the last step line) equals the answer the full trace gives (after ``Answer:``), so that ending the
     thinking block at ``d`` keeps the trace's answer.
 
@@ -341,7 +364,7 @@ def exit_label(tokens: list[int], tokenizer: TraceTokenizer) -> int | None:
     delimiters = [i for i in range(start, end) if tokens[i] == tokenizer.delim_id]
     read = readout
     if getattr(tokenizer, "grammar", "checks") == "unmarked":  # no bare line: the last step line states the value
-        from zoo.specexit.grammar import stated_value as read
+        read = stated_value
     label = None
     for position in reversed(delimiters):
         if read(tokenizer.decode(tokens[start : position + 1])) != text_answer:
