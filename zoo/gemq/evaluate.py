@@ -54,14 +54,13 @@ def score_pretrained(corpus: str, module, limit: int | None = None) -> dict[str,
     return {"ppl": metrics["ppl"], "accuracy": metrics["accuracy"]}
 
 
-def quantized(fp, kind: str, budget: float, calibration, importance, damp: float = 0.01, widths=None):
+def quantized(fp, kind: str, budget: float, calibration, importance, damp: float = 0.01):
     """A copy of ``fp`` whose routed experts are quantized as the arms of ``kind`` do at ``budget`` bits per expert
-    (``importance()``: the statistics the ILP and per-layer solvers read; RTN reads no ``calibration``; ``widths``:
-    an allocation ``[L, E]`` made elsewhere, e.g. v2's frequency heuristic)."""
+    (``importance()``: the statistics the ILP, per-layer and frequency solvers read; RTN reads no ``calibration``)."""
     layers = find_moe_layers(fp)
-    if widths is None and SOLVERS[kind] == "uniform":
+    if SOLVERS[kind] == "uniform":
         widths = uniform_allocation(len(layers), layers[0].num_experts, BITS, budget)
-    elif widths is None:
+    else:
         widths = allocate(importance(), budget, SOLVERS[kind], c2c3=True)
     config = GEMQConfig(bits=BITS, method="rtn" if kind == "reference_rtn" else "gptq", group_size=128, damp=damp)
     return quantize_(copy.deepcopy(fp), quant_config([layer.name for layer in layers], widths, config), calibration)

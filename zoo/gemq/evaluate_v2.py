@@ -14,12 +14,9 @@ import copy
 import dataclasses
 import functools
 
-import numpy as np
-
 from zoo.eval import Arm, Claim, Protocol, Setting, Shared, Tuning, beats, per_seed_values
 from zoo.eval.claims import std
 from zoo.gemq.evaluate import (
-    BITS,
     BUDGETS,
     KINDS,
     SEQ_LEN,
@@ -35,10 +32,7 @@ from zoo.gemq.evaluate import (
     score_pretrained,
     seed_data,
 )
-from zoo.quant.moe.allocation import c2c3_floors, frequency_allocation
-from zoo.quant.moe.layout import find_moe_layers
 from zoo.quant.moe.quantizers import torch_threads
-from zoo.quant.moe.routing import lm_metrics
 
 # 3 trials each, the GPTQ arms' budget for their dampening (card.md says why these learning rates)
 ROUTER_LRS = [1e-4, 3e-4, 1e-3]
@@ -83,14 +77,6 @@ def _data(run) -> dict:
     return seed_data(run, slices)
 
 
-def routing_frequency(fp, calibration) -> np.ndarray:
-    """``[L, E]``: the fraction of calibration tokens the fp model routes to each expert, per MoE block (each row
-    sums to top-k), the statistic of the spec's frequency heuristic."""
-    num_experts = find_moe_layers(fp)[0].num_experts
-    routes = lm_metrics(fp, calibration)[1]
-    return np.stack([np.bincount(r.reshape(-1).numpy(), minlength=num_experts) / len(r) for r in routes])
-
-
 def tuned(kind: str, budget: float, run) -> tuple:
     """``(model, chosen)``: the arm quantized with the dampening of ``damps`` whose validation NLL is lowest."""
     from zoo.gemq.alignment import held_out_score
@@ -98,13 +84,9 @@ def tuned(kind: str, budget: float, run) -> tuple:
     data = _data(run)
     if kind == "reference_rtn":
         return quantized(data["fp"], kind, budget, None, data["importance"]), {}
-    widths = None
-    if kind == "frequency":
-        frequency = run.memo("frequency", lambda: routing_frequency(data["fp"], data["calibration"]))
-        widths = frequency_allocation(frequency, BITS, budget, c2c3_floors(BITS))
     trials = []
     for damp in map(float, run.settings["damps"]):
-        model = quantized(data["fp"], kind, budget, data["calibration"], data["importance"], damp, widths)
+        model = quantized(data["fp"], kind, budget, data["calibration"], data["importance"], damp)
         trials.append((held_out_score(model, data["validation"]), damp, model))
     nll, damp, model = min(trials, key=lambda trial: trial[0])  # the first of equal scores, as the grid's order
     return model, {"damp": damp, "val_nll": nll}
@@ -217,7 +199,8 @@ _ALIGNED = Tuning(
 _RTN = Tuning("none", {}, 0, "RTN group 128, min-max per group, uniform allocation")
 TUNING = dict(zip(KINDS, (_RTN, _DAMPED, _DAMPED, _DAMPED, _ALIGNED), strict=True))
 # The spec's frequency heuristic (issue 73): per layer, the E * B bits go to the experts the fp model routes most
-# calibration tokens to (zoo.quant.moe.allocation.frequency_allocation: cost freq * 4**-b, c2c3), GPTQ as the others.
+# calibration tokens (the importance pass's frequency; zoo.quant.moe.allocation.frequency_allocation: cost
+# freq * 4**-b, c2c3), GPTQ as the others.
 # Measured at 1.5 bits only, the budget the acceptance compares it at (the CPU budget of issue 73).
 TUNING["frequency"] = _DAMPED
 FREQUENCY_BUDGETS = (1.5,)
