@@ -171,3 +171,14 @@ def test_claims_on_a_result_with_the_regex_arm():
     assert (
         claim.holds and claim.versus == "reference_regex_stop" and claim.value == pytest.approx(1 - 21 / 30, abs=1e-3)
     )
+
+
+def test_recorded_tuning_is_what_the_tuning_step_measures_now():
+    """tuning.json (the chosen regex stops and the headroom gates the evaluation reads) is not stale."""
+    import json
+
+    from zoo.specexit.tune import TUNING_FILE, tune
+
+    recorded = json.loads(TUNING_FILE.read_text())["grammars"]
+    for grammar, record in recorded.items():
+        assert json.loads(json.dumps(tune(grammar))) == record, f"run `python -m zoo.specexit.tune` ({grammar})"
