@@ -17,30 +17,8 @@ import numpy as np
 
 from zoo.sae_transition_ood import domains as D
 
-GRID = {  # 24 trials: the transition arm's budget
-    "alpha": [
-        1e-9,
-        3e-9,
-        1e-8,
-        3e-8,
-        1e-7,
-        3e-7,
-        1e-6,
-        3e-6,
-        1e-5,
-        3e-5,
-        1e-4,
-        3e-4,
-        1e-3,
-        3e-3,
-        1e-2,
-        3e-2,
-        0.1,
-        0.3,
-        1.0,
-    ]
-    + [3.0, 10.0, 30.0, 100.0, 300.0]
-}
+GRID = {"alpha": [1e-9, 3e-9, 1e-8, 3e-8, 1e-7, 3e-7, 1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2,
+                  0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0]}  # 24 trials: the transition arm's budget  # fmt: skip
 TUNING_FILE = Path(__file__).with_name("token_unigram_tuning.json")
 
 
