@@ -176,4 +176,4 @@ def test_pretrained_speculative_is_lossless_and_exits(published, hf_cache, hf_of
         assert spec.target_forwards < greedy.target_forwards
         assert ours.tokens.count(module.tokenizer.end_think_id) == 1
         spec_tokens, ours_tokens = spec_tokens + len(spec.tokens), ours_tokens + len(ours.tokens)
-    assert ours_tokens < 0.8 * spec_tokens  # the card's cut is ~40%; 20% leaves room for 6 problems
+    assert ours_tokens < 0.9 * spec_tokens  # the published draft cuts 21% on the card's 100 problems (20% here)

@@ -1,5 +1,5 @@
-"""Issue 62: the ``grammar`` switch (position ids, exit label, oracle exit, data module) on the unmarked grammar,
-and the published ``checks`` grammar unchanged."""
+"""The ``grammar`` switch (position ids, exit label, oracle exit, data module) on the unmarked grammar the recipes
+publish, and the first recipes' ``checks`` grammar (still the modules' default) unchanged."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def test_unmarked_dataset_labels_and_probe():
         TraceDataset(problems, UNM, 0.1, seed=4)
 
 
-def test_default_grammar_is_the_published_one():
+def test_default_grammar_is_checks_bit_for_bit():
     """``checks`` stays bit-for-bit: the data, the tokenizer.json and the module's tokenizer."""
     problems = sample_problems(30, seed=5, min_operands=2, max_operands=6)
     rng = random.Random(4)
@@ -131,7 +131,7 @@ def test_default_grammar_is_the_published_one():
         t.ids for t in expected
     ]
     assert ArithmeticTraceDataModule().hparams.grammar == "checks" and SpecExitModule().tokenizer.grammar == "checks"
-    assert '"grammar"' not in TOK.to_json()  # the published tokenizer.json is unchanged
+    assert '"grammar"' not in TOK.to_json()  # a checks tokenizer.json is as before the switch
     assert TraceTokenizer.from_json(UNM.to_json()).grammar == "unmarked"
     assert TraceTokenizer.from_json(TOK.to_json()).grammar == "checks"
 
@@ -156,10 +156,10 @@ def test_unmarked_tokenizer_travels_with_the_checkpoint(tmp_path):
 def test_published_grammar_follows_the_recipe(tmp_path):
     from zoo.specexit.tune import PUBLISHED_GRAMMAR, recipe_grammar
 
-    assert PUBLISHED_GRAMMAR == recipe_grammar() == "checks"
-    recipe = tmp_path / "unmarked.yaml"
-    recipe.write_text("data:\n  init_args:\n    grammar: unmarked\n")
-    assert recipe_grammar(str(recipe)) == "unmarked"
+    assert PUBLISHED_GRAMMAR == recipe_grammar() == "unmarked"
+    recipe = tmp_path / "checks.yaml"
+    recipe.write_text("data:\n  init_args:\n    grammar: checks\n")
+    assert recipe_grammar(str(recipe)) == "checks"
     assert recipe_grammar(str(tmp_path / "nowhere.yaml")) == "checks"
 
 
@@ -186,17 +186,14 @@ def cli(tmp_path, recipe: str, *extra: str):
 
 def test_unmarked_fast_dev_run_target_and_draft(tmp_path):
     torch.manual_seed(0)
-    grammar = ["--data.init_args.grammar=unmarked", "--model.init_args.grammar=unmarked"]
-    target = cli(tmp_path, "arith_target.yaml", *grammar)
+    target = cli(tmp_path, "arith_target.yaml")  # the recipes publish the unmarked grammar
     target.trainer.fit(target.model, datamodule=target.datamodule)
     assert target.model.tokenizer.grammar == "unmarked"
     assert all(t.lstar_pos == exit_label(t.ids, UNM) for t in target.datamodule.datasets["train"].traces)
-    draft = cli(
-        tmp_path, "arith.yaml", *grammar, "--model.init_args.target_from=null", "--model.init_args.calibrate_problems=0"
-    )
+    draft = cli(tmp_path, "arith.yaml", "--model.init_args.target_from=null", "--model.init_args.calibrate_problems=0")
     draft.trainer.fit(draft.model, datamodule=draft.datamodule)
     assert draft.model.hparams.grammar == "unmarked"
     # a model and data on different grammars refuse to train
-    mixed = cli(tmp_path, "arith_target.yaml", "--data.init_args.grammar=unmarked")
+    mixed = cli(tmp_path, "arith_target.yaml", "--data.init_args.grammar=checks")
     with pytest.raises(ZooError, match="trace grammar"):
         mixed.trainer.fit(mixed.model, datamodule=mixed.datamodule)

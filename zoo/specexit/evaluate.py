@@ -252,13 +252,7 @@ def claims(result: dict) -> list[Claim]:
     if regex is not None:
         out.append(best_label_free(result))
         for grammar in GRAMMARS:
-            what = (
-                "the published target's grammar"
-                if grammar == PUBLISHED_GRAMMAR
-                else "not trained yet"
-                if grammar == "unmarked"
-                else "not the published target's"
-            )
+            what = "the published target's grammar" if grammar == PUBLISHED_GRAMMAR else "not the published target's"
             text = (
                 f"headroom ({grammar} traces, {what}): the tuned regex stop loses >= 10 accuracy points or misses "
                 ">= 20% of the oracle exit's token saving on validation traces (value: max(loss/10, missed/0.2))"

@@ -1,6 +1,6 @@
 """An exit point without a surface marker (issue 62): the ``unmarked`` trace grammar and regular-expression stops.
 
-In the recipes' grammar (:func:`zoo.specexit.traces.build_trace`, here called ``checks``) every line after the
+In the first recipes' grammar (:func:`zoo.specexit.traces.build_trace`, here called ``checks``) every line after the
 answer-fixing point ``L*`` is a ``Check:`` line and no ``Check:`` line comes before it, so a stop string finds
 ``L*`` exactly. The **unmarked** grammar interleaves genuine partial checks with the progress lines, in the same
 formats as the redundant checks after the answer::

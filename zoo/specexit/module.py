@@ -18,14 +18,19 @@ Deviations from the paper and choices where the spec reconstructs (R) (issue 34 
   draft on generated arithmetic traces (20-180 tokens) instead of Qwen3 LRMs on GSM8K/GPQA (1-4 k tokens). The
   target is a base trained once by its own recipe and published inside ``specexit.arith``; the draft recipe and
   the evaluation's draft seeds train on it frozen.
-* Traces (R), see :mod:`zoo.specexit.traces`: step lines that each consume one operand (``+4=12.``), a bare answer
-  line, then 0-4 redundant backward ``Check:`` lines that restate the step they re-verify (``Check: 14-9=5.``).
-  Training traces write a random number of checks (all of them half of the time, else uniform), so an exit after any
-  check is in distribution; greedy decoding writes all of them (the overthinking). No injected corrections in the
-  recipes (``p_wrong`` 0, see the traces module).
+* Traces (R): the published recipes write the **unmarked** grammar (:mod:`zoo.specexit.grammar`): step lines that
+  each consume one operand (``+4=12.``), after each of them 0-2 genuine partial checks (a re-derivation ``8+4=12.``
+  or an undo ``Check: 12-4=8.``; their number is set by the next operand, which the thinking text does not show), no
+  bare answer line, then 0-4 redundant verifications in the same two formats. No string marks the exit point, so a
+  stop pattern cannot find it (the evaluation's headroom gate); in the first recipes' ``checks`` grammar
+  (:mod:`zoo.specexit.traces`, ``grammar="checks"``, still available) a bare answer line and then only ``Check:``
+  lines follow the last step, and a tuned stop string matched the oracle exit. Training traces write a random
+  number of redundant verifications (all of them half of the time, else uniform), so an exit after any of them is in
+  distribution; greedy decoding writes all of them (the overthinking). No injected corrections (``p_wrong`` 0).
 * Position ids (issue 34): **position coupling** (Cho et al. 2024, :mod:`zoo.specexit.positions`): a step line
   carries the position ids of the prompt entry it consumes, so reading the next operand is attention to an equal
-  id at every problem length. One causal helper assigns the ids in training batches, in target greedy decoding
+  id at every problem length; in the unmarked grammar a verification line writes each value at the ids of the step
+  that produced it. One causal helper assigns the ids in training batches, in target greedy decoding
   (KV cache), in the speculative verification pass, the probe pass and the draft (draft position ``i`` carries the
   id of the token it reads, ``i+1``); speculative decoding stays lossless because the target sees the same ids in
   every decoder. Attention is also limited to keys within ``WINDOW`` (48, four blocks of ``STRIDE`` 12) ids of the query
@@ -109,9 +114,10 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
         calibrate_problems: For ``stage="draft"``: when training ends, choose SpecExit's exit thresholds and the
             probe's on this many **validation** problems (:func:`zoo.specexit.calibration.calibrate`: fewest tokens
             within 1 accuracy point of speculative decoding) and store them in ``exit_rule`` (0: keep ``exit_rule``).
-        grammar: The trace grammar the model reads and writes (``checks``: the published recipes'; ``unmarked``:
-            issue 62, :mod:`zoo.specexit.grammar`): it sets the position ids, the exit label and the oracle exit
-            (through ``self.tokenizer.grammar``). Must equal the datamodule's ``grammar`` when fitting.
+        grammar: The trace grammar the model reads and writes (``unmarked``: the published recipes',
+            :mod:`zoo.specexit.grammar`; ``checks``: :mod:`zoo.specexit.traces`): it sets the position ids, the
+            exit label and the oracle exit (through ``self.tokenizer.grammar``). Must equal the datamodule's
+            ``grammar`` when fitting.
     """
 
     DEFAULT_PRETRAINED_CFG = {"input_format": INPUT_FORMAT}

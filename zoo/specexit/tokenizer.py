@@ -18,7 +18,7 @@ PAD, EOS, THINK, END_THINK, DELIM = "<pad>", "<eos>", "<think>", "</think>", "\n
 WORDS = ("Q:", "Check:", "Wait,", "Answer:")
 CHARS = tuple("0123456789") + ("+", "-", "=", "?", ".", " ")
 DEFAULT_TOKENS = (PAD, EOS, THINK, END_THINK, DELIM, *WORDS, *CHARS)
-#: Trace grammars (``checks``: the published recipes'; ``unmarked``: issue 62, :mod:`zoo.specexit.grammar`).
+#: Trace grammars (``unmarked``: the published recipes', :mod:`zoo.specexit.grammar`; ``checks``: the first recipes').
 GRAMMARS = ("checks", "unmarked")
 
 
