@@ -37,4 +37,6 @@ def test_claims_leave_the_result_as_they_found_it(name):
     assert result == before
     assert {c.kind for c in claims} == {"paper", "headroom", "validity"}
     compute = next(c for c in claims if c.id == "eval_compute_minutes")
-    assert 0 < compute.value <= 40  # the sum of every piece's recorded seconds
+    seconds = sum(v for extras in result["extras"].values() for k, v in extras.items() if k.endswith("_compute_s"))
+    assert compute.value == pytest.approx(seconds / 60) and compute.value > 0  # every piece's recorded seconds
+    assert compute.holds == (compute.value <= 40) and compute.kind == "validity"

@@ -171,8 +171,12 @@ def test_makd_is_bce_with_logits_on_the_class_row():
     assert float(bce) == pytest.approx(math.log(2))  # BCE of logit 0 is ln 2 whatever the target
 
 
-def test_recipe_data_order_matches_the_evaluation_loop():
-    """The DataModule's sampler gives Lightning the plain loop's batches: same seed -> the same weights."""
+@pytest.mark.parametrize(
+    "student", [{}, {"widths": (4, 8, 8), "shift": 0, "flip": False}, {"widths": (4, 8, 8), "shift": 1, "flip": False}]
+)
+def test_recipe_data_order_matches_the_evaluation_loop(student):
+    """The DataModule's sampler gives Lightning the plain loop's batches and the module draws the plain loop's
+    augmentation: same seed -> the same weights (the default student: 32-64-128, shifts and flips)."""
     import lightning.pytorch as pl
 
     from zoo.lavid.data import EpochPermutationSampler, FewShotImageDataModule
@@ -183,13 +187,13 @@ def test_recipe_data_order_matches_the_evaluation_loop():
     sig = _signatures()
     targets = mode_targets("lavid", sig.matrix, 5)
     hp = dict(beta=40.0, lr=0.03, weight_decay=5e-3, epochs=3)
-    plain = fit_student(x, y, "lavid", targets, 4, 30, seed=7, **hp)
+    plain = fit_student(x, y, "lavid", targets, 4, 30, seed=7, **hp, **student)
 
     expected = torch.randperm(37, generator=torch.Generator().manual_seed(7)).tolist()
     assert list(EpochPermutationSampler(37, 7)) == expected
     data = FewShotImageDataModule(seed=7)
     data.train_set = (x, y)
-    module = LaViDModule("lavid", num_classes=4, num_questions=6, num_options=5, seed=7, **hp)
+    module = LaViDModule("lavid", num_classes=4, num_questions=6, num_options=5, seed=7, **hp, **student)
     module.targets.copy_(targets)
     trainer = pl.Trainer(
         max_epochs=3, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
@@ -198,3 +202,33 @@ def test_recipe_data_order_matches_the_evaluation_loop():
     trainer.fit(module, train_dataloaders=data.train_dataloader())
     for (name, a), b in zip(plain.state_dict().items(), module.net.state_dict().values()):
         assert torch.equal(a, b), name
+
+
+def test_default_student_is_the_wide_cnn_with_shifts_and_flips():
+    """Issue 67: every few-shot arm, the recipes and the registry build the 32-64-128 CNN trained with augmentation;
+    the composite set keeps the 16-32-64 CNN without it, and the KD teachers the 16-32-64 CNN."""
+    import zoo
+    from zoo.lavid.module import LaViDModule
+    from zoo.lavid.runs import STUDENTS, tuned_settings
+
+    net = LaViDModule("lavid").net
+    assert [m.out_channels for m in net.features if isinstance(m, torch.nn.Conv2d)] == [32, 64, 128]
+    assert net.fc.in_features == 128 and net.feature2question.in_features == 128
+    assert (LaViDModule().hparams.shift, LaViDModule().hparams.flip) == (2, True)
+    for arm in ("lavid", "ce", "kd", "makd", "text_emb", "shuffled", "lavid_hard"):
+        chosen = tuned_settings(arm, "fmnist")
+        assert (chosen["widths"], chosen["shift"], chosen["flip"]) == ([32, 64, 128], 2, True), arm
+        assert tuned_settings(arm, "spurious")["widths"] == [16, 32, 64] == STUDENTS["spurious"]["widths"]
+    for name in ("lavid.fmnist_10shot", "lavid.ce"):
+        entry = zoo.get_entry(name)
+        module = LaViDModule(**entry.model_args)
+        assert sum(p.numel() for p in module.parameters()) == entry.pretrained_cfg.num_params, name
+
+
+def test_bad_student_shape_raises():
+    from zoo.lavid.module import LaViDModule
+
+    with pytest.raises(ZooError, match="widths"):
+        LaViDModule("ce", widths=(32, 64))
+    with pytest.raises(ZooError, match="shift"):
+        LaViDModule("ce", shift=-1)

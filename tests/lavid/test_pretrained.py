@@ -27,6 +27,18 @@ def test_pretrained_reproduces_card_accuracy_on_2000_test_images(name, hf_offlin
     assert score == pytest.approx(published, abs=TOLERANCE)
 
 
+@pytest.mark.parametrize("name", ["lavid.fmnist_10shot", "lavid.ce"])
+def test_published_weights_are_the_evaluations_seed_0_student(name):
+    """The recipe's Lightning run of seed 0 and the evaluation's plain-loop student of seed 0 see the same draw, init,
+    batches and augmentation: the card records the same test accuracy for both (on the first 2,000 images and on
+    all ``test_limit`` images)."""
+    entry = zoo.get_entry(name)
+    card = load_metrics(entry.mirror_dir)
+    arm, extras = entry.eval_arm, card["extras"]["0"]
+    assert extras[f"{arm}_published_acc_test2000"] == extras[f"{arm}_seed0_10shot_acc_test2000"]
+    assert extras[f"{arm}_published_acc_10shot"] == pytest.approx(card["per_seed"][arm]["0"]["acc_10shot"], abs=1e-4)
+
+
 def test_published_lavid_carries_its_signatures_and_questions(hf_offline):
     model = zoo.load("lavid", pretrained=True)
     rows = model.signatures.double().sum(1)

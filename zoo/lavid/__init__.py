@@ -28,15 +28,15 @@ ENTRIES = {
         default=True,
         model_args={"mode": "lavid"},
         description="LaViD student: 10-shot Fashion-MNIST CNN distilled from MiniLM MCQ class signatures",
-        num_params=34032,  # StudentCNN(10, 150)
-        notes="Arm 'lavid' (seed 0 of the 10-shot draw): a 3-conv CNN student trained with CE plus the signature "
-        "loss; it carries S (signatures buffer), questions.txt and signatures.json.",
+        num_params=113984,  # StudentCNN(10, 150), widths 32-64-128
+        notes="Arm 'lavid' (seed 0 of the 10-shot draw): a 3-conv 32-64-128 CNN student trained with shifts and "
+        "flips, CE plus the signature loss; it carries S (signatures buffer), questions.txt and signatures.json.",
     ),
     "ce": Entry(
         arm="ce",
         model_args={"mode": "ce"},
         description="Baseline for LaViD: the same 10-shot Fashion-MNIST CNN trained with cross-entropy only",
-        num_params=24282,  # StudentCNN(10, 0)
+        num_params=94634,  # StudentCNN(10, 0), widths 32-64-128
         notes="Arm 'ce' (seed 0 of the 10-shot draw): the same CNN trained with cross-entropy only, its settings "
         "tuned on validation.",
     ),

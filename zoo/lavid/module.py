@@ -20,9 +20,12 @@ Deviations and reconstruction choices (the spec's (R) items included):
 * Data: Fashion-MNIST few-shot (5 and 10 per class) instead of CUB/Cars/Aircraft/Flowers/Pets/Caltech/ImageNet,
   and a Waterbirds-like composite set (Fashion-MNIST footwear vs tops on skimage brick/grass crops, 95%
   correlated in training, balanced test) instead of Waterbirds; no images of those sets ship offline.
-* Student: a 3-conv CNN (16-32-64, the first with stride 2; h is 64-d) instead of ResNet-18, for the shared
-  2-core CPU budget (the spec's 32-64-128 costs 4x more per image). SGD momentum 0.9, batch 16, the paper's step
-  decay scaled to the epoch count; lr, weight decay, epochs and beta chosen on 1,000 held-out training images.
+* Student: the spec's 3-conv CNN (32-64-128, the first with stride 2; h is 128-d) instead of ResNet-18, trained
+  with random 2-pixel shifts and horizontal flips: the first student of the validation search that is not beaten by
+  a logistic regression on pixels at 10 shots (issue 67; the older 16-32-64 CNN without augmentation was). SGD
+  momentum 0.9, batch 16, the paper's step decay scaled to the epoch count; lr, epochs and beta chosen on 1,000
+  held-out training images. The KD teachers and every arm on the composite set keep the 16-32-64 CNN without
+  augmentation (its 12-trial tuning there was not rerun: the wide student did not fit the CPU budget twice).
 * MaKD baseline: class-level answers (S[y]) with BCE-with-logits on N*M extra outputs, since no VLM gives
   per-image answers; labelled ``makd`` (class-level) in the card.
 * KD baseline: classic Hinton KD from the same CNN trained on the full 59k training pool (spurious set: trained
@@ -53,7 +56,18 @@ from zoo._distributed import refuse_distributed
 from zoo._errors import ZooError
 from zoo._inference import ImageClassifierMixin
 from zoo.lavid import INPUT
-from zoo.lavid.student import StudentCNN, aux_dim, check_mode, make_optimizer, mode_targets, student_loss
+from zoo.lavid.student import (
+    FLIP,
+    SHIFT,
+    WIDTHS,
+    StudentCNN,
+    augment,
+    aux_dim,
+    check_mode,
+    make_optimizer,
+    mode_targets,
+    student_loss,
+)
 
 
 class LaViDModule(ImageClassifierMixin, pl.LightningModule):
@@ -71,7 +85,10 @@ class LaViDModule(ImageClassifierMixin, pl.LightningModule):
         weight_decay: SGD weight decay.
         epochs: Length of the step schedule (x0.1 at 150/180/210 of 240, scaled); set trainer.max_epochs equal.
         shuffle_seed: Seed of the ``shuffled`` derangement.
-        seed: Initialisation seed of the network.
+        seed: Initialisation seed of the network and of the augmentation's generator.
+        widths: Channels of the three convolutions (the spec's 32-64-128).
+        shift: Random translation of every training image by up to this many pixels (0: none).
+        flip: Random horizontal flip of every training image with probability 1/2.
     """
 
     HEAD = "net.fc"
@@ -90,6 +107,9 @@ class LaViDModule(ImageClassifierMixin, pl.LightningModule):
         epochs: int = 60,
         shuffle_seed: int = 0,
         seed: int = 0,
+        widths: tuple[int, int, int] = WIDTHS,
+        shift: int = SHIFT,
+        flip: bool = FLIP,
     ) -> None:
         super().__init__()
         check_mode(mode)
@@ -98,7 +118,10 @@ class LaViDModule(ImageClassifierMixin, pl.LightningModule):
         self.save_hyperparameters()
         signature_dim = num_questions * num_options
         torch.manual_seed(seed)
-        self.net = StudentCNN(num_classes, aux_dim(mode, signature_dim))
+        if len(widths) != 3 or min(widths) < 1 or shift < 0:
+            raise ZooError(f"widths must be three positive channel counts and shift >= 0, got {widths}, {shift}")
+        self.net = StudentCNN(num_classes, aux_dim(mode, signature_dim), tuple(widths))
+        self._augmenter: torch.Generator | None = None
         self.register_buffer("signatures", torch.full((num_classes, signature_dim), 1.0 / num_options))
         self.register_buffer("targets", torch.zeros(num_classes, self.net.feature2question.out_features)
                              if self.net.feature2question is not None else torch.zeros(num_classes, 0))  # fmt: skip
@@ -134,8 +157,17 @@ class LaViDModule(ImageClassifierMixin, pl.LightningModule):
         self._questions_text = format_questions(signature_set.questions)
         self._signature_record = signature_record(signature_set)
 
-    def _loss(self, batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def on_train_start(self) -> None:
+        """A fresh augmentation generator seeded with ``seed``: the plain loop's draws (a resumed run restarts it)."""
+        self._augmenter = torch.Generator().manual_seed(self.hparams.seed)
+
+    def _loss(self, batch, train: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         images, labels = batch
+        hp = self.hparams
+        if train and (hp.shift or hp.flip):
+            if self._augmenter is None:
+                self._augmenter = torch.Generator().manual_seed(hp.seed)
+            images = augment(images, self._augmenter, hp.shift, hp.flip)
         logits, h = self.net.forward_features(images)
         aux = self.net.feature2question(h) if self.net.feature2question is not None else None
         loss, aux_loss = student_loss(
@@ -144,7 +176,7 @@ class LaViDModule(ImageClassifierMixin, pl.LightningModule):
         return loss, aux_loss, (logits.argmax(-1) == labels).float().mean()
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
-        loss, aux_loss, acc = self._loss(batch)
+        loss, aux_loss, acc = self._loss(batch, train=True)
         self.log_dict({"train_loss": loss, "train_aux_loss": aux_loss, "train_acc": acc}, on_epoch=True, on_step=False)
         return loss
 

@@ -12,11 +12,29 @@ from pathlib import Path
 
 import torch
 
-from zoo.lavid.student import fit_student, logits_of, make_optimizer, make_student, mode_targets, student_loss
+from zoo.lavid.student import (
+    FLIP,
+    SHIFT,
+    TEACHER_WIDTHS,
+    WIDTHS,
+    fit_student,
+    logits_of,
+    make_optimizer,
+    make_student,
+    mode_targets,
+    student_loss,
+)
 
 ARM_MODES = {arm: arm for arm in ("ce", "kd", "makd", "text_emb", "lavid", "shuffled", "lavid_hard")}  # arm: loss
 TUNING_FILE = Path(__file__).with_name("tuning.json")
 DEFAULTS = {"beta": 40.0, "lr": 0.01, "epochs": 60, "weight_decay": 5e-4, "kd_temperature": 4.0, "kd_alpha": 0.5}
+# The student of every arm on each data set: few-shot Fashion-MNIST trains the spec's 32-64-128 CNN with shifts and
+# flips (issue 67's stronger student); the composite set keeps the 16-32-64 CNN without augmentation, the student its
+# 12-trial tuning was run with (re-tuning and re-measuring it with the wide student did not fit the CPU budget).
+STUDENTS = {
+    "fmnist": {"widths": list(WIDTHS), "shift": SHIFT, "flip": FLIP},
+    "spurious": {"widths": list(TEACHER_WIDTHS), "shift": 0, "flip": False},
+}
 
 
 def tuned_settings(arm: str, dataset: str = "fmnist") -> dict:
@@ -27,12 +45,12 @@ def tuned_settings(arm: str, dataset: str = "fmnist") -> dict:
         record = record.get("spurious", {})
     chosen = record.get("chosen", {})
     source = "lavid" if arm in ("shuffled", "lavid_hard") else arm
-    return {**DEFAULTS, **chosen.get(source, {})}
+    return {**DEFAULTS, **STUDENTS[dataset], **chosen.get(source, {})}
 
 
 def _train_teacher(images: torch.Tensor, labels: torch.Tensor, num_classes: int, epochs: int, seed: int = 0):
-    """The KD teacher: the student architecture trained with CE on many images (batch 128, lr 0.05)."""
-    model = make_student("ce", num_classes, 0, seed)
+    """The KD teacher: the 16-32-64 CNN trained with CE on many images (batch 128, lr 0.05, no augmentation)."""
+    model = make_student("ce", num_classes, 0, seed, TEACHER_WIDTHS)
     optimizer, scheduler = make_optimizer(model, 0.05, 5e-4, epochs)
     generator = torch.Generator().manual_seed(seed)
     model.train()
@@ -62,7 +80,7 @@ def teacher(dataset: str, settings: dict):
         else f"spurious-{settings['teacher_size']}-{settings['correlation']}-{settings['alpha']}"
     )
     path = cache_dir("lavid") / f"teacher-{tag}.safetensors"
-    model = make_student("ce", num_classes, 0, 0)
+    model = make_student("ce", num_classes, 0, 0, TEACHER_WIDTHS)
     if path.is_file():
         model.load_state_dict(load_file(str(path)))
         return model.eval()
@@ -80,12 +98,12 @@ def teacher(dataset: str, settings: dict):
 
 def train_arm(arm: str, images, labels, dataset: str, seed: int, settings: dict, hp=None, **override):
     """Train ``arm`` on ``(images, labels)`` with its tuned settings on ``dataset`` (``override`` replaces some;
-    ``hp`` replaces them all, on top of the defaults: a tuning trial)."""
+    ``hp`` replaces them all, on top of the defaults and the data set's student: a tuning trial)."""
     from zoo.lavid.classes import class_targets
 
     sig, names = class_targets(dataset)
     mode = ARM_MODES[arm]
-    hp = {**DEFAULTS, **hp} if hp is not None else {**tuned_settings(arm, dataset), **override}
+    hp = {**DEFAULTS, **STUDENTS[dataset], **hp} if hp is not None else {**tuned_settings(arm, dataset), **override}
     targets = mode_targets(mode, sig.matrix, sig.num_options, names, seed)
     teacher_logits = logits_of(teacher(dataset, settings), images) if mode == "kd" else None
     return fit_student(
@@ -93,5 +111,5 @@ def train_arm(arm: str, images, labels, dataset: str, seed: int, settings: dict,
         beta=hp["beta"], lr=hp["lr"], epochs=int(hp["epochs"]), weight_decay=hp["weight_decay"],
         batch_size=settings.get("batch_size", 16), seed=seed, teacher_logits=teacher_logits,
         kd_temperature=hp["kd_temperature"], kd_alpha=hp["kd_alpha"],
-        widths=tuple(hp.get("widths", (16, 32, 64))), shift=int(hp.get("shift", 0)), flip=bool(hp.get("flip", False)),
+        widths=tuple(hp["widths"]), shift=int(hp["shift"]), flip=bool(hp["flip"]),
     )  # fmt: skip
