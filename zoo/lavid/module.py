@@ -22,7 +22,7 @@ Deviations and reconstruction choices (the spec's (R) items included):
   correlated in training, balanced test) instead of Waterbirds; no images of those sets ship offline.
 * Student: the spec's 3-conv CNN (32-64-128, the first with stride 2; h is 128-d) instead of ResNet-18, trained
   with random 2-pixel shifts and horizontal flips: the first student of the validation search that is not beaten by
-  a logistic regression on pixels at 10 shots (issue 67; the older 16-32-64 CNN without augmentation was). SGD
+  a logistic regression on pixels at 10 shots (the older 16-32-64 CNN without augmentation was). SGD
   momentum 0.9, batch 16, the paper's step decay scaled to the epoch count; lr, epochs and beta chosen on 1,000
   held-out training images. The KD teachers and every arm on the composite set keep the 16-32-64 CNN without
   augmentation (its 12-trial tuning there was not rerun: the wide student did not fit the CPU budget twice).
