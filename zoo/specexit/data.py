@@ -13,7 +13,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from zoo.specexit.grammar import make_trace
-from zoo.specexit.tokenizer import GRAMMARS, TraceTokenizer
+from zoo.specexit.tokenizer import TraceTokenizer
 from zoo.specexit.traces import Problem, Trace, build_trace, sample_problems
 
 #: Seeds of the problem splits. The test problems exclude every training and validation expression.
@@ -71,6 +71,12 @@ def test_problems(n: int = 100, operands: tuple[int, int] = (3, 6)) -> list[Prob
     return sample_problems(n, TEST_SEED, seen, min_operands=operands[0], max_operands=operands[1])
 
 
+def check_mistakes(grammar: str, p_wrong: float) -> None:
+    """Refuse injected mistakes in a grammar that has none (only ``checks`` writes ``Wait,`` corrections)."""
+    if grammar != "checks" and p_wrong > 0:
+        raise ValueError(f"the {grammar!r} grammar has no injected mistakes; set p_wrong=0 (got {p_wrong})")
+
+
 class TraceDataset(Dataset):
     """Tokenised traces with signal labels and one probe example each.
 
@@ -100,11 +106,10 @@ class TraceDataset(Dataset):
         rng = random.Random(seed)
         self.tokenizer = tokenizer
         grammar = grammar or tokenizer.grammar
+        check_mistakes(grammar, p_wrong)
         if grammar == "checks":
             self.traces: list[Trace] = [build_trace(p, tokenizer, rng, p_wrong, p_all_checks) for p in problems]
         else:
-            if p_wrong > 0:
-                raise ValueError(f"the {grammar!r} grammar has no injected mistakes; set p_wrong=0 (got {p_wrong})")
             self.traces = [make_trace(p, tokenizer, grammar, rng=rng, p_all_checks=p_all_checks) for p in problems]
         self.probe_boundary = [rng.choice(t.delimiter_pos) for t in self.traces]
         self.suffix = [tokenizer.end_think_id, tokenizer.ids["Answer:"]]
@@ -281,12 +286,9 @@ class ArithmeticTraceDataModule(pl.LightningDataModule):
             raise ValueError(f"p_wrong is a probability in [0, 1), got {p_wrong}")
         if not 0.0 <= p_all_checks <= 1.0:
             raise ValueError(f"p_all_checks is a probability in [0, 1], got {p_all_checks}")
-        if grammar not in GRAMMARS:
-            raise ValueError(f"unknown trace grammar {grammar!r}; choose one of {', '.join(GRAMMARS)}")
-        if grammar != "checks" and p_wrong > 0:
-            raise ValueError(f"the {grammar!r} grammar has no injected mistakes; set p_wrong=0 (got {p_wrong})")
+        self.tokenizer = TraceTokenizer(grammar=grammar)  # refuses an unknown grammar
+        check_mistakes(grammar, p_wrong)
         self.save_hyperparameters()
-        self.tokenizer = TraceTokenizer(grammar=grammar)
         self.datasets: dict[str, TraceDataset] = {}
 
     def setup(self, stage: str | None = None) -> None:

@@ -26,7 +26,7 @@ from zoo.specexit.grammar import (
     regex_family,
     stated_value,
 )
-from zoo.specexit.traces import build_trace, exit_label, last_computed_value, parse_answer
+from zoo.specexit.traces import exit_label, last_computed_value, parse_answer
 from zoo.specexit.tune import PUBLISHED_GRAMMAR, TUNING_FILE, UNITS
 
 MODES = {"target_greedy": "target", "speculative": "spec", "probe_exit": "probe_exit", "specexit": "specexit"}
@@ -129,7 +129,7 @@ def forced_exit_accuracy(module, problems, offsets=(-1, 0, 1, 2, 3)) -> dict[str
     for offset in offsets:
         hits = []
         for problem in problems:
-            trace = build_trace(problem, tok) if tok.grammar == "checks" else make_trace(problem, tok, tok.grammar)
+            trace = make_trace(problem, tok, tok.grammar)
             index = trace.delimiter_pos.index(trace.lstar_pos) + offset
             if 0 <= index < len(trace.delimiter_pos):
                 answer, _ = forced_answer(module, trace.ids[: trace.delimiter_pos[index] + 1])

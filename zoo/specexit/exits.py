@@ -199,7 +199,7 @@ class OracleExit(NoExit):
 
     def decide(self, engine, new_tokens, delimiter) -> bool:
         prompt, _, thinking = self.tokenizer.decode(engine.emitted_through(delimiter)).rpartition("<think>")
-        if getattr(self.tokenizer, "grammar", "checks") == "unmarked":
+        if self.tokenizer.grammar == "unmarked":
             # No bare line: the exit label is the delimiter closing the last step line (one per prompt operator).
             ops = prompt.count("+") + prompt.count("-")
             return steps_done(thinking) >= ops and stated_value(thinking) == self.answer

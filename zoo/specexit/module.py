@@ -221,10 +221,10 @@ class SpecExitModule(PretrainedMixin, pl.LightningModule):
                 "`zoo fit -c recipes/specexit/arith_target.yaml`"
             )
         vocab = Path(folder) / "tokenizer.json"
-        if vocab.is_file() and TraceTokenizer.from_json(vocab.read_text()).grammar != self.tokenizer.grammar:
+        theirs = TraceTokenizer.from_json(vocab.read_text()).grammar if vocab.is_file() else self.tokenizer.grammar
+        if theirs != self.tokenizer.grammar:
             raise ZooError(
-                f"target_from={str(folder)!r} was trained on the "
-                f"{TraceTokenizer.from_json(vocab.read_text()).grammar!r} trace grammar, this draft on "
+                f"target_from={str(folder)!r} was trained on the {theirs!r} trace grammar, this draft on "
                 f"{self.tokenizer.grammar!r}; train the target with the same grammar"
             )
         state = {k[len("target.") :]: v for k, v in load_file(str(path)).items() if k.startswith("target.")}

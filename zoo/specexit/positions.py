@@ -96,7 +96,7 @@ class Coupler:
         self.dot, self.delim = ids["."], tokenizer.delim_id
         self.think, self.end_think = tokenizer.think_id, tokenizer.end_think_id
         self.check, self.wait, self.space = ids["Check:"], ids["Wait,"], ids[" "]
-        self.unmarked = getattr(tokenizer, "grammar", "checks") == "unmarked"
+        self.unmarked = tokenizer.grammar == "unmarked"
 
     def step(self, state: State, token: int) -> tuple[int, State]:
         """The position id of ``token`` after ``state``, and the state after it."""
@@ -219,7 +219,7 @@ _COUPLERS: dict[tuple, Coupler] = {}
 
 def coupler(tokenizer: TraceTokenizer) -> Coupler:
     """The (cached) :class:`Coupler` of a tokenizer (its vocabulary and grammar)."""
-    key = (tokenizer.tokens, getattr(tokenizer, "grammar", "checks"))
+    key = (tokenizer.tokens, tokenizer.grammar)
     if key not in _COUPLERS:
         _COUPLERS[key] = Coupler(tokenizer)
     return _COUPLERS[key]

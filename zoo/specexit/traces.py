@@ -362,9 +362,7 @@ def exit_label(tokens: list[int], tokenizer: TraceTokenizer) -> int | None:
     start = tokens.index(tokenizer.think_id) + 1 if tokenizer.think_id in tokens else 0
     end = tokens.index(tokenizer.end_think_id)
     delimiters = [i for i in range(start, end) if tokens[i] == tokenizer.delim_id]
-    read = readout
-    if getattr(tokenizer, "grammar", "checks") == "unmarked":  # no bare line: the last step line states the value
-        read = stated_value
+    read = stated_value if tokenizer.grammar == "unmarked" else readout  # no bare line there: the last step line
     label = None
     for position in reversed(delimiters):
         if read(tokenizer.decode(tokens[start : position + 1])) != text_answer:
