@@ -22,20 +22,22 @@ import time
 from pathlib import Path
 
 OUT = Path("runs/protovar-tokenizer-pilot.jsonl")
+RECIPE = "recipes/protovar/tokenizer.yaml"  # the settings every variant starts from
 
 
 def fit_tokenizer(steps: int, seed: int = 0, **model_args):
     """A tokenizer of the recipe's settings (``model_args`` on top) trained ``steps`` steps; returns the module."""
     import lightning.pytorch as pl
+    import yaml
 
+    from zoo._recipes import resolve_recipe
     from zoo.protovar.data import FMNISTDataModule
     from zoo.protovar.module import ProtoVARModule
 
+    recipe = yaml.safe_load(Path(resolve_recipe(RECIPE)).read_text())
     pl.seed_everything(seed, verbose=False)
-    args = {"stage": "tokenizer", "codebook_size": 256, "code_dim": 32, "hidden": 16, "lr": 0.002, "warmup_steps": 30,
-            "commit_weight": 0.25, "dead_threshold": 1.0, "restart_every": 1, "seed": seed}  # fmt: skip
-    module = ProtoVARModule(**{**args, **model_args})
-    data = FMNISTDataModule(subset=20000, val_limit=1000, batch_size=64, seed=seed)
+    module = ProtoVARModule(**{**recipe["model"]["init_args"], "seed": seed, **model_args})
+    data = FMNISTDataModule(**{**recipe["data"]["init_args"], "seed": seed})
     trainer = pl.Trainer(max_steps=steps, max_epochs=-1, accelerator="cpu", devices=1, logger=False,
                          enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False,
                          num_sanity_val_steps=0, limit_val_batches=0)  # fmt: skip
