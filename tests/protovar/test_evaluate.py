@@ -77,15 +77,20 @@ def _good():
 
 def test_claims_hold_and_fail_as_stated():
     claims = evaluate.claims(_fake(_good()))
-    assert len(claims) == 9 and all(claim.holds for claim in claims)
+    assert len(claims) == 11 and all(claim.holds for claim in claims)
     kinds = {claim.id: (claim.kind, claim.arm, claim.versus) for claim in claims}
-    assert kinds["protovar_not_below_var_unguided_select_acc_ipc10"] == ("paper", "protovar", "var_unguided_select")
+    assert kinds["protovar_beats_var_unguided_select_acc_ipc10"] == ("paper", "protovar", "var_unguided_select")
     assert kinds["protovar_beats_random_real_acc_ipc1"] == ("paper", "protovar", "random_real")
     assert kinds["headroom_full_data_over_best_real_ipc10"] == ("headroom", "full_data", None)
-    assert [c.kind for c in claims].count("paper") == 8
+    assert kinds["protovar_beats_herding_acc_ipc10"] == ("paper", "protovar", "herding")
+    assert [c.kind for c in claims].count("paper") == 10
     bad = {**_good(), "var_unguided_select": {"acc_ipc1": 0.95, "acc_ipc10": 0.85}}
     failed = {claim.id for claim in evaluate.claims(_fake(bad)) if not claim.holds}
-    assert failed == {"protovar_not_below_var_unguided_select_acc_ipc1"}
+    assert failed == {"protovar_beats_var_unguided_select_acc_ipc1"}
+    # a gain inside the seed spread is no result: +0.05 on two seeds, -0.05 on the third (mean +0.017, spread 0.058)
+    noisy = _fake(_good(), {"var_unguided_select": {2: {"acc_ipc10": 0.95}}})
+    claim = next(c for c in evaluate.claims(noisy) if c.id == "protovar_beats_var_unguided_select_acc_ipc10")
+    assert claim.value == pytest.approx(0.05 / 3, abs=1e-3) and not claim.holds
 
 
 def test_the_headroom_gate_holds_on_every_seed():

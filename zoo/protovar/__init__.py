@@ -35,14 +35,15 @@ _SMALL = ("--data.init_args.subset=640", "--data.init_args.val_limit=64")
 ENTRIES = {
     "tokenizer": Entry(
         arm="tokenizer",
-        model_args={"stage": "tokenizer", "hidden": 16},
+        model_args={"stage": "tokenizer", "hidden": 32},
         description="ProtoVAR tokenizer: multi-scale residual VQ-VAE (scales 1-2-4-8, 256 codes x 32) on Fashion-MNIST",
-        notes="The multi-scale residual VQ-VAE whose codes the VAR models, with an EMA codebook and a dead-code "
-        "restart (codes under 1.0 EMA hits per step move onto residuals of the batch). A reference arm of the "
-        "evaluation: its test reconstruction MSE and codebook usage.",
+        notes="The multi-scale residual VQ-VAE whose codes the VAR models, with an EMA codebook, a dead-code "
+        "restart (codes under 1.0 EMA hits per step move onto residuals of the batch) and a classifier loss (the "
+        "frozen teacher's belief on the reconstruction against the image's), so reconstructions keep their class. "
+        "A reference arm of the evaluation: its test reconstruction MSE and codebook usage.",
         task="image-to-image",
         headline="recon_mse",
-        num_params=102337,
+        num_params=292577,
         **TOKENIZER_INPUT,
     ),
     "teacher": Entry(
@@ -59,7 +60,7 @@ ENTRIES = {
     "fmnist": Entry(
         arm="protovar",
         default=True,
-        model_args={"stage": "var", "hidden": 16, "depth": 3},
+        model_args={"stage": "var", "hidden": 32, "depth": 3},
         recipe="recipes/protovar/var.yaml",
         smoke=("--model.init_args.tokenizer_from=null", "--model.init_args.proto_per_class=40", *_SMALL),
         description="ProtoVAR generator: block-causal VAR (d 128, 3 blocks) + frozen tokenizer + class prototypes",
@@ -68,7 +69,7 @@ ENTRIES = {
         "labels, the exact student protocol in their metadata).",
         task="unconditional-image-generation",
         headline="acc_ipc10",
-        num_params=1076033,
+        num_params=1266273,
         **VAR_INPUT,
     ),
 }
