@@ -15,7 +15,9 @@ from zoo.prefetch_rag.lead_ins import LEAD_INS  # noqa: E402
 # sha256 of the questions as JSON. The test split changed once on purpose: on 2026-12-04 the held-out lead-in pools
 # grew from 2 long + 1 short to 6 + 2 per attribute (zoo/prefetch_rag/lead_ins.py; with the old pools it was 8cb0e2...,
 # the validation sets 463866... (stage 2), 2cc555... (120 + 180) and 0e1cab... (30 + 60))
-TEST_SPLIT_SHA256 = "1d8f40b14af990ccb25e5f40ecae10c1ee04127e7fda8f1c593df27ce48aa011"  # test_questions(100, 50)
+TEST_SPLIT_SHA256 = "3af516cb701ab19b0fb42ccac2e6163006f8cdd905a5740671748ed8f9b3e975"  # test_questions(60, 30, 30)
+# the fifth release's test_questions(100, 50): its first 60 single-domain questions are the sixth release's
+OLD_TEST_SPLIT_SHA256 = "1d8f40b14af990ccb25e5f40ecae10c1ee04127e7fda8f1c593df27ce48aa011"
 SELECTION_SHA256 = "8abbb6314d34fbfdb31bd940b45e66bc54e3cacb56b87f2154389988154d5070"  # stage 2's 30 + 20
 # the declared validation set, pinned before any run on it
 DECLARED_SHA256 = "5b24e4c9969b08cf07895b2b4fc7c3569d5ad776768ffe09ab78b15419311c70"  # 120 + 180
@@ -29,9 +31,13 @@ def _digest(questions) -> str:
 def test_test_questions_are_unchanged():
     from zoo.prefetch_rag.evaluate import PROTOCOL, test_questions
 
-    n_single, n_multi = PROTOCOL.settings["n_single"].default, PROTOCOL.settings["n_multi"].default
-    assert (n_single, n_multi) == (100, 50)
-    assert _digest(test_questions(n_single, n_multi)) == TEST_SPLIT_SHA256
+    n_single, n_multi, n_hop = (PROTOCOL.settings[k].default for k in ("n_single", "n_multi", "n_hop"))
+    assert (n_single, n_multi, n_hop) == (60, 30, 30)
+    questions = test_questions(n_single, n_multi, n_hop)
+    assert _digest(questions) == TEST_SPLIT_SHA256
+    old = test_questions(100, 50)
+    assert _digest(old) == OLD_TEST_SPLIT_SHA256 and questions[:60] == old[:60]
+    assert [q.multi for q in questions] == [False] * 60 + [True] * 60
 
 
 def test_stage2_selection_set_is_the_one_theta_was_chosen_on():
@@ -110,12 +116,18 @@ def test_tuned_arms_get_as_many_trials_as_sync_active_and_tuning_json_follows_th
         assert len({tuple(sorted(c.items())) for c in grid}) == len(grid), arm  # no config twice
         assert all(c.keys() == grid[0].keys() for c in grid), arm  # the card lists one value set per key
     assert {c["confirm"] for c in T.GRIDS["prefetch"]} == {True, False}  # the served rule is a tuned choice
+    assert {c["tau"] for c in T.GRIDS["always_prefetch"]} == {0.0}  # no predictor decision in any trial
     record = T.load()  # the shipped tuning.json was run with these grids and the recipe's stage 2
     assert len(record["theta_choice"]["trials"]) == sync_trials
-    for arm, grid in T.GRIDS.items():
+    assert record["retrieval_ms"] == T.RETRIEVAL_MS
+    for arm in T.GRIDS:
+        grid = T.grid(arm, record)
         trials = [{k: t[k] for k in grid[0]} for t in record["arms"][arm]["trials"]]
         assert trials == grid, arm
         assert record["arms"][arm]["best"] in grid, arm
+    served = {k: record["arms"]["prefetch"]["best"][k] for k in T.SERVED}
+    for arm in ("telerag", "piperag"):  # measured on prefetch's chosen served rule
+        assert {k: record["arms"][arm]["best"][k] for k in T.SERVED} == served
 
 
 def test_each_arm_is_measured_with_its_own_tuned_values():
@@ -137,5 +149,59 @@ def test_each_arm_is_measured_with_its_own_tuned_values():
         assert (hyper.tau, hyper.rho, hyper.confirm, hyper.monitor_anchor, hyper.interval) == (
             0.3, 0.5, False, "head", base.interval)  # fmt: skip
     assert chosen_hyper(base, record, arm="sync_active") == base
+    record["arms"]["always_prefetch"] = {"best": {"tau": 0.0, "rho": 0.2, "candidates": 64}}
+    always = chosen_hyper(base, record, arm="always_prefetch")  # its own trial, not prefetch's tau
+    assert (always.tau, always.rho, always.candidates, always.delta) == (0.0, 0.2, 64, base.delta)
+    assert chosen_hyper(base, record).tau == 0.3  # the summary keeps prefetch's values
     merged = chosen_hyper(base, record)
     assert (merged.interval, merged.staleness, merged.confirm) == (8, 4, False)
+
+
+def test_tele_and_pipe_rag_trials_carry_prefetchs_chosen_served_rule():
+    from zoo.prefetch_rag import tune as T
+
+    best = {"tau": 0.3, "rho": 0.4, "candidates": 64, "confirm": True, "confirm_theta": 3.0, "rerank": "text"}
+    record = {"arms": {"prefetch": {"best": best}}}
+    for arm, key in (("telerag", "interval"), ("piperag", "staleness")):
+        grid = T.grid(arm, record)
+        assert [c[key] for c in grid] == [c[key] for c in T.GRIDS[arm]]
+        assert all(c.keys() == set(T.SERVED) | {key} for c in grid)  # prefetch's tau is no TeleRAG constant
+        assert all((c["rho"], c["candidates"], c["rerank"]) == (0.4, 64, "text") for c in grid)
+    assert T.grid("prefetch", record) is T.GRIDS["prefetch"]
+
+
+def test_hop_questions_switch_country_before_every_slot():
+    import random
+
+    from zoo.prefetch_rag import tune as T
+
+    split = C.country_split()
+    questions = T.hop_questions("test", 5, seed=0)
+    assert [q.question for q in questions] == [q.question for q in T.hop_questions("test", 5, seed=0)]
+    for q in questions:
+        countries = [s.country for s in q.slots]
+        assert len(countries) == 4 and q.multi and set(countries) <= set(split["test"])
+        assert all(a != b for a, b in zip(countries, countries[1:]))  # a switch at every slot
+        assert countries[0] == countries[2] and countries[1] == countries[3]
+        assert len({(s.country, s.attribute) for s in q.slots}) == 4  # no fact asked twice
+        switches = [s.text for s in q.segments if s.text.startswith("Next, consider")]
+        assert switches == [C.SWITCH.format(c=c) for c in countries[1:]]
+        assert all(s.text == C.facts()[s.country][s.attribute] for s in q.slots)
+    with pytest.raises(ValueError, match="two different"):
+        T.hop_question("Peru", "Peru", random.Random(0), "val")
+    with pytest.raises(ValueError, match="n_slots"):
+        T.hop_question("Peru", "Chile", random.Random(0), "val", n_slots=11)
+
+
+def test_latency_headroom_gate_on_validation_fails_one_point_below_forty_percent():
+    from zoo.prefetch_rag.tune import HEADROOM_WAIT, headroom_gates
+
+    def record(share):
+        return {
+            "sync_active": {"em_single": 0.433, "em_multi": 0.4, "wait_share": share},
+            "references": {"no_retrieval": {"em": 0.0}, "single_shot": {"em_multi": 0.2}},
+        }
+
+    assert HEADROOM_WAIT == 0.40
+    assert headroom_gates(record(0.40))["hold"] and headroom_gates(record(0.40))["thresholds"][-1] == 0.40
+    assert not headroom_gates(record(0.39))["hold"]
