@@ -173,11 +173,9 @@ def test_tele_and_pipe_rag_trials_carry_prefetchs_chosen_served_rule():
 def test_hop_questions_switch_country_before_every_slot():
     import random
 
-    from zoo.prefetch_rag import tune as T
-
     split = C.country_split()
-    questions = T.hop_questions("test", 5, seed=0)
-    assert [q.question for q in questions] == [q.question for q in T.hop_questions("test", 5, seed=0)]
+    questions = C.hop_questions("test", 5, seed=0)
+    assert [q.question for q in questions] == [q.question for q in C.hop_questions("test", 5, seed=0)]
     for q in questions:
         countries = [s.country for s in q.slots]
         assert len(countries) == 4 and q.multi and set(countries) <= set(split["test"])
@@ -188,9 +186,9 @@ def test_hop_questions_switch_country_before_every_slot():
         assert switches == [C.SWITCH.format(c=c) for c in countries[1:]]
         assert all(s.text == C.facts()[s.country][s.attribute] for s in q.slots)
     with pytest.raises(ValueError, match="two different"):
-        T.hop_question("Peru", "Peru", random.Random(0), "val")
+        C.hop_question("Peru", "Peru", random.Random(0), "val")
     with pytest.raises(ValueError, match="n_slots"):
-        T.hop_question("Peru", "Chile", random.Random(0), "val", n_slots=11)
+        C.hop_question("Peru", "Chile", random.Random(0), "val", n_slots=11)
 
 
 def test_latency_headroom_gate_on_validation_fails_one_point_below_forty_percent():

@@ -194,6 +194,49 @@ def make_question(
     return Question(text, tuple(segments), multi=multi, short=short)
 
 
+def hop_question(first: str, second: str, rng: random.Random, pool: str, short: bool = False, n_slots: int = 4):
+    """A *hop* question (the evaluation's, sixth release; no training reads it): the answer alternates between
+    ``first`` and ``second`` (``first``, ``second``, ``first``, ...), a topic sentence ("Next, consider <country>.")
+    before every slot but the first, so every spike asks for another country than the one before it. Marked
+    ``multi`` (two countries).
+
+    Args:
+        first: The country of the odd slots (named by the intro).
+        second: The country of the even slots.
+        rng: Source of the attributes and lead-ins.
+        pool: Lead-in pool (``val`` or ``test``).
+        short: Short lead-ins only.
+        n_slots: Slots (2-10: each country has at most five attributes).
+    """
+    if first == second:
+        raise ValueError("a hop question needs two different countries")
+    if not 2 <= n_slots <= 2 * len(ATTRIBUTES):
+        raise ValueError(f"n_slots must be in [2, {2 * len(ATTRIBUTES)}], got {n_slots}")
+    table = facts()
+    attributes = {first: rng.sample(ATTRIBUTES, (n_slots + 1) // 2), second: rng.sample(ATTRIBUTES, n_slots // 2)}
+    segments = [Segment(INTRO.format(c=first))]
+    for i in range(n_slots):
+        country = (first, second)[i % 2]
+        attribute = attributes[country][i // 2]
+        if i:
+            segments.append(Segment(SWITCH.format(c=country)))
+        segments.append(Segment(_lead_in(attribute, pool, short, rng)))
+        segments.append(Segment(table[country][attribute], attribute, country))
+    return Question(QUESTION_MULTI.format(c=first, c2=second), tuple(segments), multi=True, short=short)
+
+
+def hop_questions(split: str, n: int, seed: int) -> list:
+    """``n`` reproducible hop questions about the countries of ``split`` (its own lead-in pool)."""
+    countries = country_split()[split]
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        first = rng.choice(countries)
+        second = rng.choice([c for c in countries if c != first])
+        out.append(hop_question(first, second, rng, split, short=rng.random() < SHORT_FRACTION))
+    return out
+
+
 def question_set(split: str, n_single: int, n_multi: int, seed: int, pool: str | None = None) -> list[Question]:
     """A reproducible set of questions about the countries of ``split``.
 

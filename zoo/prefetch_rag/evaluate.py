@@ -71,14 +71,10 @@ def test_questions(n_single: int, n_multi: int, n_hop: int = 0):
     """The test questions: single-, multi-domain, then hop questions (held-out countries and lead-ins)."""
     from zoo.prefetch_rag import corpus as C
 
-    return C.question_set("test", n_single, n_multi, seed=TEST_SEED) + T.hop_questions("test", n_hop, T.TEST_HOP_SEED)
+    return C.question_set("test", n_single, n_multi, seed=TEST_SEED) + C.hop_questions("test", n_hop, T.TEST_HOP_SEED)
 
 
-def arm_specs() -> dict:
-    """Every arm of the pass: the decoder's and ``always_prefetch``."""
-    from zoo.prefetch_rag.decoder import ARMS
-
-    return {**ARMS, "always_prefetch": T._always_prefetch()}
+arm_specs = T.arm_specs  # every arm of the pass: the decoder's and always_prefetch
 
 
 def decode_arms(run) -> dict[str, dict[str, float]]:

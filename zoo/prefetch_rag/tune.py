@@ -3,10 +3,11 @@
 
 The task (sixth release, no retraining): a remote index at :data:`RETRIEVAL_MS` (500 ms, the spec's 300 ms left
 sync_active blocked for 35% of its latency, below the 40% headroom gate :data:`HEADROOM_WAIT`) and, beside the
-single- and multi-domain questions, *hop* questions (:func:`hop_question`) whose topic switches between two countries
-before every slot, so a prefetch issued right after a spike (what ``always_prefetch`` does) carries the previous
-country's query: when to issue matters. The design was read on validation only (``zoo eval prefetch_rag --set
-retrieval_ms=... n_hop=...`` explores it on test settings; the gate's 40% was fixed before any test run).
+single- and multi-domain questions, *hop* questions (:func:`zoo.prefetch_rag.corpus.hop_question`) whose topic
+switches between two countries before every slot, so a prefetch issued right after a spike (what
+``always_prefetch`` does) carries the previous country's query: when to issue matters. The design was read on
+validation only (``zoo eval prefetch_rag --set retrieval_ms=... n_hop=...`` explores it on test settings; the
+gate's 40% was fixed before any test run).
 
 Every tuned arm gets the same number of trials (:data:`TRIALS`) on the tuning questions (:func:`tuning_questions`:
 :data:`TUNE_SINGLE` single-, :data:`TUNE_MULTI` multi-domain and :data:`TUNE_HOP` hop questions, ``val`` countries,
@@ -31,7 +32,6 @@ Rule for the asynchronous arms: the lowest simulated latency among the trials wh
 from __future__ import annotations
 
 import json
-import random
 from dataclasses import asdict
 from pathlib import Path
 
@@ -100,11 +100,12 @@ TRIAL_METRICS = ("em", "latency_ms", "retrievals_mean", "hit_rate_all", "served_
 SERVED = ("rho", "candidates", "confirm", "confirm_theta", "rerank")
 
 
-def _always_prefetch():
-    from zoo.prefetch_rag.decoder import Arm
+def arm_specs() -> dict:
+    """Every decoded arm: the decoder's and ``always_prefetch``, prefetch without its predictor's decision (tau 0
+    fires at every token where none is pending) and its monitor."""
+    from zoo.prefetch_rag.decoder import ARMS, Arm
 
-    # prefetch without its predictor's decision (tau 0 fires at every token where none is pending) and monitor
-    return Arm(prefetch="predictor", query="combined", monitor=False)
+    return {**ARMS, "always_prefetch": Arm(prefetch="predictor", query="combined", monitor=False)}
 
 
 TRIALS = 8
@@ -122,57 +123,10 @@ def choose(trials: list[dict], reference_em: float) -> dict:
     return max(trials, key=lambda t: t["em"])
 
 
-def hop_question(first: str, second: str, rng: random.Random, pool: str, short: bool = False, n_slots: int = 4):
-    """A *hop* question (R, sixth release): the answer alternates between ``first`` and ``second`` (``first``,
-    ``second``, ``first``, ...), a topic sentence ("Next, consider <country>.") before every slot but the first, so
-    every spike asks for another country than the one before it. Marked ``multi`` (two countries); built from
-    :mod:`zoo.prefetch_rag.corpus`'s templates and lead-in pools (kept here, with the evaluation, so the stored
-    fits' code is unchanged: no training reads it).
-
-    Args:
-        first: The country of the odd slots (named by the intro).
-        second: The country of the even slots.
-        rng: Source of the attributes and lead-ins.
-        pool: Lead-in pool (``val`` or ``test``).
-        short: Short lead-ins only.
-        n_slots: Slots (2-10: each country has at most five attributes).
-    """
-    from zoo.prefetch_rag import corpus as C
-
-    if first == second:
-        raise ValueError("a hop question needs two different countries")
-    if not 2 <= n_slots <= 2 * len(C.ATTRIBUTES):
-        raise ValueError(f"n_slots must be in [2, {2 * len(C.ATTRIBUTES)}], got {n_slots}")
-    table = C.facts()
-    attributes = {first: rng.sample(C.ATTRIBUTES, (n_slots + 1) // 2), second: rng.sample(C.ATTRIBUTES, n_slots // 2)}
-    segments = [C.Segment(C.INTRO.format(c=first))]
-    for i in range(n_slots):
-        country = (first, second)[i % 2]
-        attribute = attributes[country][i // 2]
-        if i:
-            segments.append(C.Segment(C.SWITCH.format(c=country)))
-        segments.append(C.Segment(C._lead_in(attribute, pool, short, rng)))
-        segments.append(C.Segment(table[country][attribute], attribute, country))
-    return C.Question(C.QUESTION_MULTI.format(c=first, c2=second), tuple(segments), multi=True, short=short)
-
-
-def hop_questions(split: str, n: int, seed: int) -> list:
-    """``n`` reproducible hop questions about the countries of ``split`` (its own lead-in pool)."""
-    from zoo.prefetch_rag import corpus as C
-
-    countries = C.country_split()[split]
-    rng = random.Random(seed)
-    out = []
-    for _ in range(n):
-        first = rng.choice(countries)
-        second = rng.choice([c for c in countries if c != first])
-        out.append(hop_question(first, second, rng, split, short=rng.random() < C.SHORT_FRACTION))
-    return out
-
-
 def tuning_questions() -> list:
     """The tuning questions: the first :data:`TUNE_SINGLE` + :data:`TUNE_MULTI` of the declared validation set's
     streams, then :data:`TUNE_HOP` hop questions (``val`` countries and lead-ins)."""
+    from zoo.prefetch_rag.corpus import hop_questions
     from zoo.prefetch_rag.data import validation_questions
 
     return validation_questions(TUNE_SINGLE, TUNE_MULTI) + hop_questions("val", TUNE_HOP, VAL_HOP_SEED)
@@ -196,7 +150,7 @@ def grid(arm: str, record: dict) -> list[dict]:
 def tune(module, retriever, encoder=None, headroom_only: bool = False) -> dict:
     """Run every trial on the tuning questions with ``module`` (the published checkpoint); with ``headroom_only``
     stop after the headroom check (sync_active against no_retrieval and single_shot, and its blocked share)."""
-    from zoo.prefetch_rag.decoder import ARMS, Hyper
+    from zoo.prefetch_rag.decoder import Hyper
     from zoo.prefetch_rag.index import TextEncoder
     from zoo.prefetch_rag.scoring import run_arm
 
@@ -225,7 +179,7 @@ def tune(module, retriever, encoder=None, headroom_only: bool = False) -> dict:
         return record
     for arm in ("prefetch", "telerag", "piperag", "always_prefetch"):  # prefetch first: its served rule is shared
         trials, configs = [], grid(arm, record)
-        decoded = ARMS[arm] if arm in ARMS else _always_prefetch()
+        decoded = arm_specs()[arm]
         for config in configs:
             hyper = Hyper(**{**asdict(base), **config})
             metrics = run_arm(module.decoder(retriever, encoder, hyper), questions, decoded, clock_factory=clock)

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from zoo._errors import ZooError
+from zoo.eval import reaches
 from zoo.protovar.evaluate import (
     DEFAULTS,
     HEADROOM,
@@ -105,12 +106,11 @@ def tune_student(pool, ipc: int, val_images: int, grid: dict) -> dict:
     headroom = [
         f - max(r, h) for f, r, h in zip(per_set["full_data"], per_set["random_real"], per_set["herding"], strict=True)
     ]
-    per_steps = {}  # steps -> index of its best learning rate
-    for i, point in enumerate(points):
-        j = per_steps.get(point["steps"])
-        if j is None or means[i] > means[j]:
-            per_steps[point["steps"]] = i
-    passing = [i for steps, i in sorted(per_steps.items()) if headroom[i] >= HEADROOM]
+    per_steps = {  # steps -> index of its best learning rate (the first on ties)
+        steps: max((i for i, point in enumerate(points) if point["steps"] == steps), key=means.__getitem__)
+        for steps in grid["steps"]
+    }
+    passing = [i for steps, i in sorted(per_steps.items()) if reaches(headroom[i], HEADROOM)]
     chosen = passing[0] if passing else max(per_steps.values(), key=headroom.__getitem__)
     best = points[chosen]
     at = {steps: f"{points[i]['lr']} ({100 * headroom[i]:+.1f})" for steps, i in sorted(per_steps.items())}
@@ -137,6 +137,27 @@ def tune_student(pool, ipc: int, val_images: int, grid: dict) -> dict:
         f"{per_set['full_data'][chosen]:.4f}, random_real {per_set['random_real'][chosen]:.4f}, herding "
         f"{per_set['herding'][chosen]:.4f}",
     }
+
+
+def tune_arms(pool, student: dict, ipc: int, val_images: int) -> dict:
+    """Each generative arm's record: its :data:`TRIALS` points scored by one validation student each."""
+    tasks = [(arm, student, dict(point), ipc, val_images) for arm, trials in TRIALS.items() for point in trials]
+    values = pool.map(_score, tasks, chunksize=1)
+    out = {}
+    for arm, trials in TRIALS.items():
+        arm_points = [dict(point) for point in trials]
+        scores = [v for task, v in zip(tasks, values, strict=True) if task[0] == arm]
+        winner = _best(arm_points, scores)
+        out[arm] = {
+            "best": winner,
+            "grid": grid_of(arm_points),
+            "points": arm_points,
+            "trials": len(scores),
+            "scores": scores,
+            "note": f"chosen {winner or 'the spec settings'} ({max(scores):.4f}) of the points {arm_points} "
+            f"(validation {[round(s, 4) for s in scores]}); " + FIXED_NOTE,
+        }
+    return out
 
 
 def main(
@@ -183,23 +204,9 @@ def main(
         record["student"]["seconds"] = round(time.perf_counter() - started, 1)
     if "student" not in record:
         raise ZooError(f"{out} has no student protocol: run with --stage student (or both stages) first")
-    best = record["student"]["best"]
-    tasks = [(arm, best, dict(point), ipc, val_images) for arm, trials in TRIALS.items() for point in trials]
-    values = pool.map(_score, tasks, chunksize=1) if "arms" in stages else []
+    if "arms" in stages:
+        record["arms"] = tune_arms(pool, record["student"]["best"], ipc, val_images)
     pool.close()
-    for arm, trials in TRIALS.items() if "arms" in stages else ():
-        arm_points = [dict(point) for point in trials]
-        scores = [v for task, v in zip(tasks, values, strict=True) if task[0] == arm]
-        winner = _best(arm_points, scores)
-        record.setdefault("arms", {})[arm] = {
-            "best": winner,
-            "grid": grid_of(arm_points),
-            "points": arm_points,
-            "trials": len(scores),
-            "scores": scores,
-            "note": f"chosen {winner or 'the spec settings'} ({max(scores):.4f}) of the points {arm_points} "
-            f"(validation {[round(s, 4) for s in scores]}); " + FIXED_NOTE,
-        }
     record["seconds"] = round(time.perf_counter() - started, 1)  # this run's stages
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n")
