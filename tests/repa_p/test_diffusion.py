@@ -10,6 +10,7 @@ import torch
 from zoo.repa_p.diffusion import (
     cosine_betas,
     ddpm_sample,
+    physics_weight_scale,
     q_sample,
     residual_nll,
     sampling_timesteps,
@@ -105,3 +106,26 @@ def test_sampling_timesteps_and_errors():
         sampling_timesteps(100, 0)
     with pytest.raises(ValueError, match="at least 2 diffusion steps"):
         cosine_betas(1)
+
+
+def test_physics_weight_schedule_values_by_hand():
+    """The published step, and the smooth ramps from step 0 (issue 75), at hand-computed steps."""
+    step = [physics_weight_scale(s, 5000, 100.0, 0.8) for s in (0, 3999, 4000, 4999)]
+    assert step == [1.0, 1.0, 100.0, 100.0]  # the recipes: x100 from step 4,000 of 5,000
+    # linear, factor 100 reached at the end of 4 steps: 1 + 99 s / 4
+    assert [physics_weight_scale(s, 4, 100.0, 1.0, "linear") for s in (0, 1, 2, 4)] == [1.0, 25.75, 50.5, 100.0]
+    # geometric, factor 100 reached at 0.5 of 10 steps, flat after: 100 ** (s / 5)
+    geometric = [physics_weight_scale(s, 10, 100.0, 0.5, "geometric") for s in (0, 1, 5, 9)]
+    assert geometric == pytest.approx([1.0, 2.511886, 100.0, 100.0], rel=1e-6)
+    assert physics_weight_scale(7, 10, 100.0, 1.0, "geometric") == pytest.approx(100**0.7)
+    # A ramp ending at 0 is the full factor from the start; factor 1 is constant for every shape.
+    assert physics_weight_scale(0, 10, 5.0, 0.0, "linear") == 5.0
+    assert {physics_weight_scale(s, 10, 1.0, 0.3, r) for s in range(10) for r in ("step", "linear", "geometric")} == {
+        1.0
+    }
+    with pytest.raises(ValueError, match="late_physics_ramp must be one of"):
+        physics_weight_scale(0, 10, 100.0, 0.8, "cosine")
+    with pytest.raises(ValueError, match="late_physics_from in \\[0, 1\\], got 0.0 and 0.8"):
+        physics_weight_scale(0, 10, 0.0, 0.8, "geometric")
+    with pytest.raises(ValueError, match="max_steps must be >= 1"):
+        physics_weight_scale(0, 0, 100.0, 0.8)

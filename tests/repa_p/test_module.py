@@ -175,6 +175,26 @@ def test_late_physics_factor_scales_both_physics_weights_from_its_step_on():
     assert terms["loss"].item() == pytest.approx(expected.item(), rel=1e-6)
 
 
+def test_late_physics_ramp_rises_smoothly_from_step_zero_and_step_is_the_default():
+    """``late_physics_ramp="linear"``: 1 + (5 - 1) s / 4 over a 4-step fit; the default keeps the published step."""
+
+    class Recording(REPAPModule):
+        def training_step(self, batch, batch_idx):
+            self.scales.append((self.global_step, self.physics_scale()))
+            return super().training_step(batch, batch_idx)
+
+    ramp = {"late_physics_factor": 5.0, "late_physics_from": 1.0, "late_physics_ramp": "linear"}
+    module = Recording(val_sample_steps=2, **ramp, **TINY)
+    module.scales = []
+    _fit(module, steps=4)
+    assert module.scales == [(0, 1.0), (1, 2.0), (2, 3.0), (3, 4.0)]
+    # The validation curve carries the spectral residual too (steps-to-target on it, issue 75).
+    assert module.val_history[0]["step"] == 4 and module.val_history[0]["residual_spectral"] > 0
+    assert REPAPModule(**TINY).hparams.late_physics_ramp == "step"
+    with pytest.raises(ValueError, match="late_physics_ramp must be one of"):
+        REPAPModule(late_physics_ramp="smooth", **TINY)
+
+
 def test_bad_arguments_give_clear_errors():
     with pytest.raises(ValueError, match="unknown tap 'neck'"):
         REPAPModule(taps=("neck",), **TINY)

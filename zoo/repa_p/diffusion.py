@@ -4,6 +4,8 @@
 * Data loss: per-sample MSE between ``x0_hat`` and ``x0``, weighted by ``min(SNR_t, 5)`` (Min-SNR).
 * Physics loss: the negative Gaussian log-likelihood of a zero residual, ``mean(R^2 / (2 var_t))`` with
   ``var_t`` the posterior variance ``beta_tilde_t``; ``beta_tilde_0 = 0`` is replaced by ``beta_tilde_1``.
+* Physics weight schedule (ours): :func:`physics_weight_scale`, the multiplier of ``c_res`` and ``c_proj`` per
+  optimizer step (the published late step, or a smooth ramp from step 0).
 * Sampler: ancestral steps through ``q(x_s | x_t, x0_hat)`` with the "large" fixed variance ``beta_t``
   (as the authors' sampler), optionally on an evenly respaced subset of the ``T`` steps.
 """
@@ -15,7 +17,16 @@ from collections.abc import Callable
 
 import torch
 
-__all__ = ["SCHEDULE_KEYS", "cosine_betas", "ddpm_sample", "residual_nll", "schedule", "snr_weighted_mse"]
+__all__ = [
+    "PHYSICS_RAMPS",
+    "SCHEDULE_KEYS",
+    "cosine_betas",
+    "ddpm_sample",
+    "physics_weight_scale",
+    "residual_nll",
+    "schedule",
+    "snr_weighted_mse",
+]
 
 
 SCHEDULE_KEYS = (
@@ -98,6 +109,44 @@ def residual_nll(residual: torch.Tensor, t: torch.Tensor, sched: dict[str, torch
     """
     var = sched["residual_variance"][t].view(-1, *([1] * (residual.ndim - 1)))
     return (residual.square() / (2 * var)).mean()
+
+
+PHYSICS_RAMPS = ("step", "linear", "geometric")
+
+
+def physics_weight_scale(step: int, max_steps: int, factor: float, start: float, ramp: str = "step") -> float:
+    """The multiplier of the physics weights ``c_res`` and ``c_proj`` at optimizer step ``step`` of ``max_steps``.
+
+    With ``end = start * max_steps`` and ``f = min(1, step / end)`` (``f = 1`` if ``end = 0``):
+
+    * ``"step"``: ``factor`` from ``step >= end`` on, 1 before (the published late boost: the recipes use
+      ``factor = 100``, ``start = 0.8``);
+    * ``"linear"``: ``1 + (factor - 1) f``, a smooth ramp from 1 at step 0 to ``factor`` at ``end``, then flat;
+    * ``"geometric"``: ``factor ** f``, the same ramp evenly spaced in log-scale (x10 half-way to x100).
+
+    The ramps have no step change, so a steps-to-target count on their fits measures learning, not the schedule.
+
+    Args:
+        step: Optimizer step (``global_step``, from 0).
+        max_steps: ``trainer.max_steps`` (>= 1).
+        factor: Full multiplier (>= 0; 1 leaves the weights constant).
+        start: Fraction of ``max_steps`` where the boost starts (``"step"``) or the ramp ends, in [0, 1].
+        ramp: ``"step"``, ``"linear"`` or ``"geometric"`` (needs ``factor > 0``).
+    """
+    if ramp not in PHYSICS_RAMPS:
+        raise ValueError(f"late_physics_ramp must be one of {PHYSICS_RAMPS}, got {ramp!r}")
+    if factor < 0 or not 0 <= start <= 1 or (ramp == "geometric" and factor == 0):
+        raise ValueError(
+            f"late_physics_factor must be >= 0 (> 0 for a geometric ramp) and late_physics_from in [0, 1], got "
+            f"{factor} and {start}"
+        )
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+    end = start * max_steps
+    if ramp == "step":
+        return factor if step >= end else 1.0
+    fraction = 1.0 if end == 0 else min(1.0, step / end)
+    return 1.0 + (factor - 1.0) * fraction if ramp == "linear" else factor**fraction
 
 
 def sampling_timesteps(timesteps: int, steps: int | None) -> list[int]:

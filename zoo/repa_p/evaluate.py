@@ -74,12 +74,17 @@ def _split_scores(settings: dict, metrics) -> dict[str, float]:
 
 
 @torch.no_grad()
-def sample_metrics(module, split: str, settings: dict, limit: int | None = None) -> dict[str, float]:
-    """Residual and MSE of samples for the first ``limit`` test conditions of ``split`` (fixed noise per split)."""
+def draw_samples(module, split: str, settings: dict, limit: int | None = None) -> tuple[torch.Tensor, ...]:
+    """``(samples, x0, condition)`` for the first ``limit`` test conditions of ``split`` (fixed noise per split)."""
     x0, condition = (t[:limit] for t in module.task.generate(split, settings["test_conditions"], DATA_SEED))
     generator = torch.Generator().manual_seed(7_000 + settings["test_splits"].index(split))
-    samples = module.eval().sample(condition, steps=settings["sample_steps"], generator=generator)
-    return _field_metrics(module.task, samples, x0, condition)
+    return module.eval().sample(condition, steps=settings["sample_steps"], generator=generator), x0, condition
+
+
+@torch.no_grad()
+def sample_metrics(module, split: str, settings: dict, limit: int | None = None) -> dict[str, float]:
+    """Residual and MSE of samples for the first ``limit`` test conditions of ``split`` (:func:`draw_samples`)."""
+    return _field_metrics(module.task, *draw_samples(module, split, settings, limit))
 
 
 def score_pretrained(module, limit: int | None = None) -> dict[str, float]:

@@ -15,6 +15,9 @@ Two problems on the unit square, discretised on an ``n x n`` node grid that incl
 
 The residual operators return the interior residual in physical units (the units of the source term)
 and the boundary residual separately; the physics losses use both, the reported metric uses the interior.
+:func:`spectral_residual` scores an interior residual on its lowest sine modes only: the 5-point
+residual of a field with white noise of rms 1% of its spread is larger than that of ``U = 0``, so the raw
+residual measures pixel-level roughness; its low-mode part measures the physics at the scale a model resolves.
 """
 
 from __future__ import annotations
@@ -34,9 +37,13 @@ __all__ = [
     "fd_solve_poisson",
     "grid_spacing",
     "laplacian_5pt",
+    "lowpass_dst",
     "poisson_residual",
     "sample_charges",
     "sample_permeability",
+    "SPECTRAL_MODES",
+    "spectral_residual",
+    "sine_modes",
     "solve_darcy",
     "solve_poisson",
 ]
@@ -192,6 +199,76 @@ def poisson_residual(potential: torch.Tensor, charge: torch.Tensor) -> tuple[tor
     h = grid_spacing(potential.shape[-1])
     interior = laplacian_5pt(potential, h) + charge[..., 1:-1, 1:-1] / h**2
     return interior, boundary_values(potential)
+
+
+# ----------------------------------------------------------------------------------- spectral residual
+
+#: Default number ``k`` of sine modes per axis of :func:`spectral_residual`: what an 8 x 8 grid, the coarsest
+#: level of the published U-Net, carries (fixed before any model was scored with it).
+SPECTRAL_MODES = 8
+
+
+def sine_modes(m: int, k: int, dtype: torch.dtype = torch.float64, device=None) -> torch.Tensor:
+    """The first ``k`` orthonormal type-I sine vectors on ``m`` interior nodes, as columns: ``(m, k)``.
+
+    Column ``a`` (``a = 1 .. k``) is ``sqrt(2 / (m + 1)) sin(pi a i / (m + 1))`` at nodes ``i = 1 .. m``: the
+    Dirichlet eigenvectors of the 1-D 3-point Laplacian, so the 2-D 5-point Laplacian of a field that is zero
+    on the boundary is diagonal in the products of two columns, with eigenvalue ``-(lam_a + lam_b)``,
+    ``lam_a = (2 - 2 cos(pi a / (m + 1))) / h^2``. ``S^T X S`` is the orthonormal DST-I (``scipy.fft.dstn(X,
+    type=1, norm="ortho")``) of an ``(m, m)`` array, truncated to its ``k x k`` lowest modes.
+    """
+    _check_modes(m, k)
+    i = torch.arange(1, m + 1, dtype=torch.float64)
+    a = torch.arange(1, k + 1, dtype=torch.float64)
+    basis = (2.0 / (m + 1)) ** 0.5 * torch.sin(torch.pi * i[:, None] * a[None, :] / (m + 1))
+    return basis.to(dtype=dtype, device=device)
+
+
+def lowpass_dst(interior: torch.Tensor, k: int) -> torch.Tensor:
+    """Projection of interior fields onto their lowest ``k x k`` sine modes: ``(B, 1, m, m) -> (B, 1, m, m)``.
+
+    The projection commutes with the 5-point Laplacian of zero-boundary fields, so the low-pass of a residual
+    ``Delta_h U + q / h^2`` is the residual of the low-passed field against the low-passed source: the
+    spectral residual and "the residual of a low-pass-filtered sample" are one quantity.
+    """
+    basis = _interior_modes(interior, k)
+    return basis @ (basis.T @ interior @ basis) @ basis.T
+
+
+def spectral_residual(interior: torch.Tensor, k: int = SPECTRAL_MODES) -> torch.Tensor:
+    """Root mean square, over the interior nodes, of the part of a residual on its lowest ``k x k`` sine modes.
+
+    ``sqrt(sum_{a, b <= k} c_ab^2) / m`` with ``c = S^T R S`` the orthonormal DST-I coefficients of the interior
+    residual ``R`` (:func:`sine_modes`): by Parseval, the rms of :func:`lowpass_dst` ``(R, k)`` over the ``m^2``
+    interior nodes. With ``k = m`` it is the rms of the 5-point residual itself. Scales below about ``1 / k`` of
+    the domain do not count: white noise of rms ``s`` on a 32 x 32 potential adds about ``0.16 * s / 0.001`` at
+    ``k = 8`` against about ``4.3 * s / 0.001`` (rms) to the full residual. Boundary values are not scored
+    separately (they enter the residual of the nodes next to the wall through the stencil).
+
+    Args:
+        interior: ``(B, 1, m, m)`` interior residuals, e.g. the first output of :func:`poisson_residual`.
+        k: Sine modes per axis kept, ``1 <= k <= m``.
+
+    Returns:
+        ``(B,)``: one value per field, in the units of ``interior`` (for :func:`poisson_residual`, the source's
+        ``q / h^2``).
+    """
+    basis = _interior_modes(interior, k)
+    coefficients = basis.T @ interior[:, 0] @ basis
+    return coefficients.square().sum(dim=(-2, -1)).sqrt() / interior.shape[-1]
+
+
+def _interior_modes(interior: torch.Tensor, k: int) -> torch.Tensor:
+    if interior.ndim != 4 or interior.shape[1] != 1 or interior.shape[-1] != interior.shape[-2]:
+        raise ValueError(f"expected interior fields of shape (B, 1, m, m), got {tuple(interior.shape)}")
+    return sine_modes(interior.shape[-1], k, dtype=interior.dtype, device=interior.device)
+
+
+def _check_modes(m: int, k: int) -> None:
+    if m < 1:
+        raise ValueError(f"need at least one interior node per side, got m = {m}")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= m:
+        raise ValueError(f"k (sine modes per axis) must be an integer in [1, m = {m}], got {k!r}")
 
 
 # ----------------------------------------------------------------------------------------------- Darcy

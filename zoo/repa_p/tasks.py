@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from zoo.repa_p.pde import (
+    SPECTRAL_MODES,
     ChargeConfig,
     DarcyConfig,
     darcy_residual,
@@ -32,6 +33,7 @@ from zoo.repa_p.pde import (
     sample_permeability,
     solve_darcy,
     solve_poisson,
+    spectral_residual,
 )
 
 __all__ = ["TASKS", "PDETask", "DarcyTask", "PoissonTask", "get_task"]
@@ -74,7 +76,8 @@ class PDETask:
         raise NotImplementedError
 
     def field_metrics(self, x0_hat: torch.Tensor, x0: torch.Tensor, condition: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Mean ``|R|`` on the interior (physical units), mean ``|R|`` on the boundary, and MSE to the solver.
+        """Mean ``|R|`` on the interior (physical units), mean ``|R|`` on the boundary, MSE to the solver, and the
+        mean :meth:`spectral_residual` (``k = SPECTRAL_MODES``, at most the interior size).
 
         Args:
             x0_hat: Predicted fields in network units.
@@ -86,7 +89,16 @@ class PDETask:
             "residual": interior.abs().mean(),
             "residual_boundary": boundary.abs().mean(),
             "mse": (x0_hat - x0).square().mean(),
+            "residual_spectral": spectral_residual(interior, min(SPECTRAL_MODES, self.size - 2)).mean(),
         }
+
+    def spectral_residual(self, x0: torch.Tensor, condition: torch.Tensor, k: int = SPECTRAL_MODES) -> torch.Tensor:
+        """Per-field rms of the interior residual's lowest ``k x k`` sine modes, physical units: ``(B,)``.
+
+        The physics at the scale a model resolves (:func:`zoo.repa_p.pde.spectral_residual`); ``x0`` in network
+        units, ``condition`` in physical units, as :meth:`field_metrics`.
+        """
+        return spectral_residual(self.residual(x0, condition)[0], k)
 
     def residual_vector(self, x0: torch.Tensor, condition: torch.Tensor, units: str = "physical") -> torch.Tensor:
         """Interior and boundary residuals flattened into one ``(B, N)`` vector (what the losses penalise).
