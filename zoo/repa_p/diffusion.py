@@ -20,6 +20,7 @@ import torch
 __all__ = [
     "PHYSICS_RAMPS",
     "SCHEDULE_KEYS",
+    "check_physics_schedule",
     "cosine_betas",
     "ddpm_sample",
     "physics_weight_scale",
@@ -114,6 +115,17 @@ def residual_nll(residual: torch.Tensor, t: torch.Tensor, sched: dict[str, torch
 PHYSICS_RAMPS = ("step", "linear", "geometric")
 
 
+def check_physics_schedule(factor: float, start: float, ramp: str) -> None:
+    """Raise ``ValueError`` unless ``(factor, start, ramp)`` is a valid :func:`physics_weight_scale` schedule."""
+    if ramp not in PHYSICS_RAMPS:
+        raise ValueError(f"late_physics_ramp must be one of {PHYSICS_RAMPS}, got {ramp!r}")
+    if factor < 0 or not 0 <= start <= 1 or (ramp == "geometric" and factor == 0):
+        raise ValueError(
+            f"late_physics_factor must be >= 0 (> 0 for a geometric ramp) and late_physics_from in [0, 1], got "
+            f"{factor} and {start}"
+        )
+
+
 def physics_weight_scale(step: int, max_steps: int, factor: float, start: float, ramp: str = "step") -> float:
     """The multiplier of the physics weights ``c_res`` and ``c_proj`` at optimizer step ``step`` of ``max_steps``.
 
@@ -133,13 +145,7 @@ def physics_weight_scale(step: int, max_steps: int, factor: float, start: float,
         start: Fraction of ``max_steps`` where the boost starts (``"step"``) or the ramp ends, in [0, 1].
         ramp: ``"step"``, ``"linear"`` or ``"geometric"`` (needs ``factor > 0``).
     """
-    if ramp not in PHYSICS_RAMPS:
-        raise ValueError(f"late_physics_ramp must be one of {PHYSICS_RAMPS}, got {ramp!r}")
-    if factor < 0 or not 0 <= start <= 1 or (ramp == "geometric" and factor == 0):
-        raise ValueError(
-            f"late_physics_factor must be >= 0 (> 0 for a geometric ramp) and late_physics_from in [0, 1], got "
-            f"{factor} and {start}"
-        )
+    check_physics_schedule(factor, start, ramp)
     if max_steps < 1:
         raise ValueError(f"max_steps must be >= 1, got {max_steps}")
     end = start * max_steps

@@ -73,11 +73,16 @@ def _split_scores(settings: dict, metrics) -> dict[str, float]:
     }
 
 
+def sampling_seed(settings: dict, split: str) -> int:
+    """The seed of the fixed sampling noise of test split ``split`` (the same for every arm and seed)."""
+    return 7_000 + settings["test_splits"].index(split)
+
+
 @torch.no_grad()
 def draw_samples(module, split: str, settings: dict, limit: int | None = None) -> tuple[torch.Tensor, ...]:
     """``(samples, x0, condition)`` for the first ``limit`` test conditions of ``split`` (fixed noise per split)."""
     x0, condition = (t[:limit] for t in module.task.generate(split, settings["test_conditions"], DATA_SEED))
-    generator = torch.Generator().manual_seed(7_000 + settings["test_splits"].index(split))
+    generator = torch.Generator().manual_seed(sampling_seed(settings, split))
     return module.eval().sample(condition, steps=settings["sample_steps"], generator=generator), x0, condition
 
 

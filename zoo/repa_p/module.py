@@ -158,7 +158,7 @@ class REPAPModule(PretrainedMixin, pl.LightningModule):
             raise ValueError(f"lr_schedule must be 'constant' or 'cosine', got {lr_schedule!r}")
         if min(c_data, c_res, c_proj) < 0:
             raise ValueError(f"loss weights must be >= 0, got c_data={c_data}, c_res={c_res}, c_proj={c_proj}")
-        diffusion.physics_weight_scale(0, 1, late_physics_factor, late_physics_from, late_physics_ramp)  # checks
+        diffusion.check_physics_schedule(late_physics_factor, late_physics_from, late_physics_ramp)
         self.model = UNet2D(
             in_channels=self.task.field_channels + self.task.cond_channels,
             out_channels=self.task.field_channels,
