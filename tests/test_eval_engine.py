@@ -248,7 +248,8 @@ def test_a_change_to_the_evaluation_keeps_stored_fits_but_a_change_to_training_c
 
     root = tmp_path / "zoo"
     for name, text in {"_cards.py": "a", "_inference.py": "b", "eval/run.py": "c", "eval/engine.py": "d",
-                       "paper/module.py": "e", "paper/evaluate.py": "f", "paper/tune.py": "g"}.items():  # fmt: skip
+                       "paper/module.py": "e", "paper/evaluate.py": "f", "paper/tune.py": "g",
+                       "paper/tuning_stage.json": "h", "paper/tuning.json": "i"}.items():  # fmt: skip
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     monkeypatch.setattr(store, "PACKAGE_ROOT", root)
@@ -260,7 +261,8 @@ def test_a_change_to_the_evaluation_keeps_stored_fits_but_a_change_to_training_c
     before = digests()
     for changed, training_too in (("paper/evaluate.py", False), ("paper/tune.py", False), ("_cards.py", False),
                                   ("eval/engine.py", False), ("eval/run.py", True), ("_inference.py", True),
-                                  ("paper/module.py", True)):  # fmt: skip
+                                  ("paper/module.py", True), ("paper/tuning_stage.json", False),
+                                  ("paper/tuning.json", True)):  # fmt: skip
         (root / changed).write_text("changed " + changed)
         after = digests()
         assert after[0] != before[0], changed  # every piece is re-measured

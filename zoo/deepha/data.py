@@ -12,6 +12,7 @@ import numpy as np
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from zoo.deepha.demos import TRAIN_LEVELS, Demos, check_level, generate
+from zoo.deepha.demos import level_set as named_level_set
 
 DEMO_VERSION = 1  # bump when the labels change: the cache file name carries it
 
@@ -81,6 +82,9 @@ class BabyAIDemoDataModule(pl.LightningDataModule):
         batch_size: Episodes per batch.
         seed: Seed of the batch order.
         cache_dir: Where the .npz files live.
+        level_set: A named set of training levels (:data:`~zoo.deepha.demos.LEVEL_SETS`) that replaces
+            ``levels``; ``"default"`` keeps ``levels`` (which may then be any levels). Naming another set while
+            ``levels`` differs from the spec's is an error (two answers to one question).
     """
 
     def __init__(
@@ -92,8 +96,14 @@ class BabyAIDemoDataModule(pl.LightningDataModule):
         batch_size: int = 32,
         seed: int = 0,
         cache_dir: str | None = None,
+        level_set: str = "default",
     ):
         super().__init__()
+        chosen = named_level_set(level_set)
+        if level_set != "default":
+            if tuple(levels) != TRAIN_LEVELS:
+                raise ValueError(f"give levels or level_set={level_set!r}, not both")
+            levels = chosen.train
         for level in levels:
             check_level(level)
         if episodes_per_level < 1 or val_episodes_per_level < 0 or batch_size < 1 or max_demo_steps < 1:

@@ -8,6 +8,8 @@ and ``ms_per_step`` over ``latency_episodes`` Synth episodes played one at a tim
 trained arm's tuned values that differ from its recipe's are its overrides (:func:`tuned_overrides`).
 ``reference_oracle_coa`` (issue #71) plays coa_compressed's weights and W with the bot's skill and grounding tokens
 forced at every step (:func:`oracle_episodes`): success per training level only, and ``bot_failed``.
+The level set (:data:`~zoo.deepha.demos.LEVEL_SETS`) is ``settings["level_set"]`` where the settings hold one and
+``default`` (the spec's levels) otherwise: the published protocol has no such setting yet (plan: :mod:`.tune_plateau`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.deepha.demos import MULTISTEP_LEVELS, TRAIN_LEVELS, make_env, split_seed
+from zoo.deepha.demos import level_set, make_env, split_seed
 from zoo.eval import Arm, Claim, Protocol, Setting, Step, Tuning, beats, per_seed_values, ratio_of_means
 
 CONTEXT_LEVELS = ("Synth", "GoTo", "BossLevel")
@@ -114,6 +116,15 @@ def _success(runs: list[dict]) -> float:
     return float(np.mean([r["success"] for r in runs]))
 
 
+def level_means(scores: dict[str, float], levels) -> dict[str, float]:
+    """``success_multistep`` and ``success_all``: means of ``success_<level>`` over a level set's multi-step and
+    training levels (:class:`~zoo.deepha.demos.LevelSet`)."""
+    return {
+        "success_multistep": float(np.mean([scores[f"success_{lv.lower()}"] for lv in levels.multistep])),
+        "success_all": float(np.mean([scores[f"success_{lv.lower()}"] for lv in levels.train])),
+    }
+
+
 def score_policy(make_policy, settings, recompute: bool = False) -> dict[str, float]:
     """Every metric of one arm: success per level, context tokens and latency (see the module docstring)."""
     import torch
@@ -122,12 +133,12 @@ def score_policy(make_policy, settings, recompute: bool = False) -> dict[str, fl
     torch.set_num_threads(1)
     try:
         n, horizon, split = settings["test_episodes"], settings["horizon"], settings["split"]
-        runs = {level: episodes(make_policy, level, split, n, horizon) for level in (*TRAIN_LEVELS, "GoTo")}
+        levels = level_set(settings.get("level_set", "default"))
+        runs = {level: episodes(make_policy, level, split, n, horizon) for level in (*levels.train, "GoTo")}
         if settings["boss_episodes"]:
             runs["BossLevel"] = episodes(make_policy, "BossLevel", split, settings["boss_episodes"], horizon)
         out = {f"success_{level.lower()}": _success(eps) for level, eps in runs.items()}
-        out["success_multistep"] = float(np.mean([out[f"success_{lv.lower()}"] for lv in MULTISTEP_LEVELS]))
-        out["success_all"] = float(np.mean([out[f"success_{lv.lower()}"] for lv in TRAIN_LEVELS]))
+        out.update(level_means(out, levels))
         contexts = [c for level in CONTEXT_LEVELS if level in runs for r in runs[level] for c in r["context"]]
         out["context_tokens_mean"] = float(np.mean(contexts)) if contexts else 0.0
         out.update(latency(make_policy, settings, recompute))
@@ -270,15 +281,15 @@ def score_oracle(model, settings) -> dict[str, float]:
     torch.set_num_threads(1)
     try:
         n, horizon, split = settings["test_episodes"], settings["horizon"], settings["split"]
+        levels = level_set(settings.get("level_set", "default"))
         out, failed = {}, []
-        for level in TRAIN_LEVELS:
+        for level in levels.train:
             seeds = [split_seed(split, level, i) for i in range(n)]
             runs = [r for i in range(0, n, 50) for r in oracle_episodes(model, level, seeds[i : i + 50], horizon,
                                                                           settings["window"])]  # fmt: skip
             out[f"success_{level.lower()}"] = _success(runs)
             failed += [r["bot_failed"] for r in runs]
-        out["success_multistep"] = float(np.mean([out[f"success_{lv.lower()}"] for lv in MULTISTEP_LEVELS]))
-        out["success_all"] = float(np.mean([out[f"success_{lv.lower()}"] for lv in TRAIN_LEVELS]))
+        out.update(level_means(out, levels))
         out["bot_failed"] = float(np.mean(failed))
         return out
     finally:
@@ -333,9 +344,10 @@ def claims(result: dict) -> list[Claim]:
 def gates(result: dict) -> list[Claim]:
     """The headroom gates of issue #71, on every seed: flat >= 0.5 on each multi-step level (the comparison is not
     one level), and ``reference_oracle_coa`` (the hierarchy's upper bound) >= flat + 0.10 on multi-step success."""
+    multistep = level_set(result.get("settings", {}).get("level_set", "default")).multistep
     flat = {
         f"{level} seed {seed}": value
-        for level in MULTISTEP_LEVELS
+        for level in multistep
         for seed, value in per_seed_values(result, "flat", f"success_{level.lower()}").items()
     }
     oracle = per_seed_values(result, "reference_oracle_coa", "success_multistep")

@@ -72,7 +72,9 @@ Reconstructed choices (R) and deviations, in the order of the pipeline:
    validation-seed episodes of each training level (``zoo/deepha/tuning.json``). Chosen: the recipes' values for
    coa_compressed (success_all 0.528; p_drop 0.6 tied), decoupled (0.320) and coa_skill_only (0.440); lr 1e-3 for
    coa_grounding_only (0.480 against 0.456) and lr 3e-3 for flat (0.576 against 0.572). Fewer epochs lost for
-   every arm (0.22-0.49).
+   every arm (0.22-0.49). Every choice sat at a grid edge, so :mod:`.tune_plateau` (issue #71) trains each arm to a
+   validation plateau over lr {7.5e-4, 1.5e-3, 3e-3, 6e-3} (extended past an edge); ``schedule_epochs`` lets a fit
+   replay a trial's best epoch exactly.
 """
 
 from __future__ import annotations
@@ -130,6 +132,9 @@ class DeepHAModule(PretrainedMixin, pl.LightningModule):
         obs_encoder: The OBS token's encoder (:class:`~zoo.deepha.model.Embedder`): ``"mlp"`` (the grid flattened
             through an MLP, blind to the mission) or ``"film"`` (3x3 convolutions FiLM-modulated by a GRU
             encoding of the mission, BabyAI's standard encoder; parameter count within 1% of ``mlp``'s model).
+        schedule_epochs: Epochs the learning-rate schedule spans (0: the fit's own ``max_epochs``). A fit with
+            ``trainer.max_epochs=e`` and ``schedule_epochs=M`` replays the first ``e`` epochs of an ``M``-epoch fit
+            exactly (the plateau tuning of :mod:`.tune_plateau` picks such a best epoch ``e``).
     """
 
     DEFAULT_PRETRAINED_CFG = INPUT  # what the published weights take (the registry states the same)
@@ -153,6 +158,7 @@ class DeepHAModule(PretrainedMixin, pl.LightningModule):
         block_keep: float = 0.5,
         p_noise: float = 0.0,
         obs_encoder: str = "mlp",
+        schedule_epochs: int = 0,
     ):
         super().__init__()
         if arm not in ARMS:
@@ -161,6 +167,8 @@ class DeepHAModule(PretrainedMixin, pl.LightningModule):
             raise ValueError(f"W: compression windows must be >= 1, got window={window}, windows={list(windows)}")
         if not all(0.0 <= p <= 1.0 for p in (p_drop, p_compress, p_noise)) or not 0.0 < block_keep <= 1.0:
             raise ValueError("p_drop, p_compress and p_noise must lie in [0, 1], block_keep in (0, 1]")
+        if schedule_epochs < 0:
+            raise ValueError(f"schedule_epochs must be >= 0 (0: the fit's max_epochs), got {schedule_epochs}")
         if d_model % n_head:
             raise ValueError(f"d_model ({d_model}) must be a multiple of n_head ({n_head})")
         self.save_hyperparameters()
@@ -297,6 +305,9 @@ class DeepHAModule(PretrainedMixin, pl.LightningModule):
             [{"params": decay, "weight_decay": h.weight_decay}, {"params": rest, "weight_decay": 0.0}], lr=h.lr
         )
         total = max(1, int(self.trainer.estimated_stepping_batches))
+        if h.schedule_epochs:  # the schedule of a longer fit (the dataloader is loaded by now)
+            per_epoch = -(-self.trainer.num_training_batches // self.trainer.accumulate_grad_batches)
+            total = max(1, per_epoch * h.schedule_epochs)
         warm = max(1, total // 20)
 
         scheduler = warmup_cosine(optimizer, warm, total)

@@ -11,6 +11,9 @@ over the five levels is chosen (ties: the earlier trial). The test split is neve
 Two one-thread worker processes share the trials (a trial's result does not depend on the worker); each trial's
 result is kept in ``runs/deepha-tune/`` (keyed by the recipe texts and the trial), so an interrupted run resumes.
 ``--dry-run`` runs every trial at toy size into ``runs/deepha-tune-dry.json`` (a check of the script, not a tuning).
+
+Issue #71's plateau tuning (every arm trained to a validation plateau over a wider learning-rate grid, and the plan
+for wiring it into the evaluation) is :mod:`zoo.deepha.tune_plateau`.
 """
 
 from __future__ import annotations

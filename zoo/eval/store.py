@@ -35,7 +35,9 @@ def digest(value: Any) -> str:
 
 
 #: Files that only measure or describe a fit (never imported by training): a change to them keeps stored fits.
-EVALUATION_ONLY = ("evaluate*.py", "tune*.py", "usage.py", "publish.py")
+#: ``tuning_*.json`` are the records of tuning stages (a trial written mid-run must not retrain stored fits; what
+#: a record chooses reaches a fit as recipe values or overrides, which key it).
+EVALUATION_ONLY = ("evaluate*.py", "tune*.py", "usage.py", "publish.py", "tuning_*.json")
 #: Core files that only measure, publish or print: the harness except ``eval/run.py`` (which runs the fits).
 CORE_EVALUATION_ONLY = ("eval/*.py", "_cards.py", "_readme.py", "_demo.py", "cli.py")
 CORE_TRAINING = ("eval/run.py",)

@@ -20,11 +20,11 @@ import torch
 import torch.nn.functional as F
 
 from zoo.fedgr.augment import strong_view, weak_view
-from zoo.fedgr.config import RunConfig
+from zoo.fedgr.config import FedGRConfig, RunConfig
 from zoo.fedgr.federation import ClientData
 from zoo.fedgr.net import SmallCNN
 from zoo.fedgr.revise import lerp_, loss_weights, refine_labels, sieve_refine_loss, softened_kl, teacher_action
-from zoo.fedgr.sieve import fit_loss_gmm, noise_estimate
+from zoo.fedgr.sieve import LossGMM, fit_loss_gmm, noise_estimate
 
 State = dict[str, torch.Tensor]
 PEER_PREFIX = "peer."
@@ -197,9 +197,10 @@ class CoTeachingTrainer(ClientTrainer):
 
     In each mini-batch each network keeps the ``1 − forget`` fraction of samples with its smallest loss and
     its peer is updated on them. ``forget`` grows linearly from 0 to the client's noise rate over
-    ``coteach_ramp_rounds`` rounds. Co-teaching assumes the noise rate is known, so the client's true rate
-    is used (an oracle that favours this baseline). Both networks are averaged by the server; the first is
-    the published global model.
+    ``coteach_ramp_rounds`` rounds. Co-teaching assumes the noise rate is known, so by default the client's true
+    rate is used (``coteach_forget_rate="oracle"``, an oracle that favours this baseline). With ``"estimated"``
+    the client estimates its rate as FedGR's sieve does (:meth:`estimated_noise_rate`). Both networks are
+    averaged by the server; the first is the published global model.
     """
 
     def __init__(self, data, config, device="cpu"):
@@ -213,10 +214,36 @@ class CoTeachingTrainer(ClientTrainer):
     def begin_round(self, global_state, task, state, generator):
         context = super().begin_round(global_state, task, state, generator)
         ramp = min(1.0, task.round_idx / max(1, self.config.baselines.coteach_ramp_rounds))
-        context["forget"] = self.data.noise_rate * ramp
+        metrics = {}
+        if self.config.baselines.coteach_forget_rate == "estimated":
+            rate = metrics["noise_estimate"] = self.estimated_noise_rate(task, context["state"])
+        else:
+            rate = self.data.noise_rate
+        context["forget"] = rate * ramp
         context["peer_optimizer"] = self._optimizer(self.peer)
-        context["metrics"] = {"forget_rate": context["forget"]}
+        context["metrics"] = {"forget_rate": context["forget"], **metrics}
         return context
+
+    @torch.no_grad()
+    def estimated_noise_rate(self, task: ClientTask, state: State) -> float:
+        """ε̂_k as FedGR estimates it, without the true labels and without uploading a per-sample loss.
+
+        Until round ``fedgr.sieve_until`` each visit updates the running mean (``fedgr.loss_momentum``) of the
+        global model's loss on every unaugmented sample and refits the client's own 2-component GMM on it
+        (:func:`sieve_losses`, FedGR's constants and separation test); ε̂_k is the fraction the GMM flags. Later
+        visits keep the last estimate, as FedGR's frozen sieve does. The network holds the global weights here
+        (``fit`` loads them before ``begin_round``). Kept in the client state (``loss_mean``, ``noise_estimate``).
+        """
+        cfg = self.config.fedgr
+        if task.round_idx > cfg.sieve_until and "noise_estimate" in state:
+            return float(state["noise_estimate"])
+        fresh = F.cross_entropy(self.model(self.images), self.labels, reduction="none")
+        previous = state.get("loss_mean")
+        m = cfg.loss_momentum
+        state["loss_mean"] = fresh if previous is None else m * previous.to(fresh) + (1.0 - m) * fresh
+        _, estimate, _ = sieve_losses(state["loss_mean"], cfg, self.config.seed)
+        state["noise_estimate"] = torch.tensor(estimate)
+        return float(estimate)
 
     def batch_loss(self, index, views, context):
         x, y = views["weak"][index], self.labels[index]
@@ -299,18 +326,9 @@ class FedGRTrainer(ClientTrainer):
 
     def _sieve_locally(self, state: State) -> None:
         """The privacy variant: this client's own GMM on its own running-mean losses."""
-        cfg = self.config.fedgr
-        values = state["loss_mean"].detach().cpu().numpy().astype(np.float64)
-        gmm = fit_loss_gmm(
-            values, max_iter=cfg.gmm_max_iter, tol=cfg.gmm_tol, reg_covar=cfg.gmm_reg_covar, seed=self.config.seed
-        )
-        clean = (
-            gmm.clean_probability(values)
-            if gmm.is_separated(cfg.min_separation, cfg.min_noisy_weight)
-            else np.ones(len(values))
-        )
+        clean, estimate, gmm = sieve_losses(state["loss_mean"], self.config.fedgr, self.config.seed)
         state["clean_probability"] = torch.as_tensor(clean, dtype=torch.float32)
-        state["noise_estimate"] = torch.tensor(noise_estimate(clean, cfg.clean_threshold))
+        state["noise_estimate"] = torch.tensor(estimate)
         state["gmm_means"] = torch.as_tensor(gmm.means, dtype=torch.float32)
 
     def epoch_views(self, context, generator):
@@ -360,6 +378,29 @@ class FedGRTrainer(ClientTrainer):
             update.sample_ids = self.sample_ids.copy()
             update.loss_mean = state["loss_mean"].detach().cpu().numpy().astype(np.float64)
         return update, state
+
+
+def sieve_losses(loss_mean: torch.Tensor, config: FedGRConfig, seed: int) -> tuple[np.ndarray, float, LossGMM]:
+    """One client's own sieve: FedGR's 2-component GMM on its per-sample losses, ε̂_k the flagged fraction.
+
+    Args:
+        loss_mean: ``[n]`` running-mean losses of the global model on the client's samples.
+        config: FedGR's constants (GMM iterations, tolerance, variance floor, separation test, clean threshold).
+        seed: Seed of the GMM's initialisation.
+
+    Returns:
+        The clean posteriors c_i (all 1 when the split fails the separation test), ε̂_k and the fitted GMM.
+    """
+    values = loss_mean.detach().cpu().numpy().astype(np.float64)
+    gmm = fit_loss_gmm(
+        values, max_iter=config.gmm_max_iter, tol=config.gmm_tol, reg_covar=config.gmm_reg_covar, seed=seed
+    )
+    clean = (
+        gmm.clean_probability(values)
+        if gmm.is_separated(config.min_separation, config.min_noisy_weight)
+        else np.ones(len(values))
+    )
+    return clean, noise_estimate(clean, config.clean_threshold), gmm
 
 
 TRAINERS: dict[str, type[ClientTrainer]] = {

@@ -10,6 +10,11 @@ from dataclasses import dataclass, field
 from zoo.fedgr.augment import AugmentConfig
 
 METHODS = ("fedgr", "fedavg", "fedprox", "coteaching")
+FORGET_RATES = ("oracle", "estimated")
+#: FedGR's switches that make the ``fedgr_no_noise_handling`` arm: no sieve, no refining, no EMA distillation, so L_sr
+#: is plain cross-entropy on every observed label. FedGR's views, lr, schedule, client sampling and L_reg stay:
+#: the arm isolates what the noise handling adds to the rest of the recipe.
+NO_NOISE_HANDLING = {"sieve": False, "refine": False, "distill": False}
 
 
 @dataclass
@@ -121,10 +126,20 @@ class BaselineConfig:
         prox_mu: FedProx proximal weight μ (loss + μ/2 ‖w − w_global‖²).
         coteach_ramp_rounds: Co-teaching's forget rate grows linearly to the client's noise rate over
             these many rounds.
+        coteach_forget_rate: Which noise rate Co-teaching forgets: ``"oracle"`` (the client's true rate, the
+            published baseline) or ``"estimated"`` (the ``coteaching_estimated`` arm: the client estimates it the
+            way FedGR's sieve does, a 2-component GMM on the running-mean losses of the global model with
+            FedGR's constants and separation test, refitted until ``FedGRConfig.sieve_until`` and then kept; fitted
+            on the client's own losses as in ``client_sieve``, since Co-teaching uploads no losses to pool).
     """
 
     prox_mu: float = 0.01
     coteach_ramp_rounds: int = 5
+    coteach_forget_rate: str = "oracle"
+
+    def __post_init__(self) -> None:
+        if self.coteach_forget_rate not in FORGET_RATES:
+            raise ValueError(f"coteach_forget_rate must be one of {FORGET_RATES}, not {self.coteach_forget_rate!r}")
 
 
 @dataclass

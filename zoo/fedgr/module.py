@@ -58,6 +58,8 @@ Deviations and reconstructed choices (R = the spec leaves it open):
     labels, so the setting could not show what FedGR is for.
 * Co-teaching baseline: FedAvg of two networks trained by local Co-teaching with the client's true noise
   rate as forget rate (an oracle, which favours the baseline), ramped in over 5 rounds.
+  ``baselines.coteach_forget_rate="estimated"`` forgets the rate each client estimates with FedGR's GMM sieve on
+  its own losses instead (the ``coteaching_estimated`` arm of ``python -m zoo.fedgr.tune_noise``).
 """
 
 from __future__ import annotations

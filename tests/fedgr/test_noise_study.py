@@ -1,0 +1,189 @@
+"""The noise-handling study's pieces: noise cost, Co-teaching with estimated rates, FedGR without noise handling,
+and the shared-grid tuning stage (``zoo.fedgr.tune_noise``) without training anything."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from zoo.fedgr import tune_noise
+from zoo.fedgr.client import CoTeachingTrainer, FedGRTrainer, sieve_losses
+from zoo.fedgr.config import NO_NOISE_HANDLING, BaselineConfig, FedGRConfig, LocalConfig, RunConfig
+from zoo.fedgr.evaluate import NOISE_STUDY_ARMS, PROTOCOL, noise_cost, noise_costs
+from zoo.fedgr.federation import ClientData
+from zoo.fedgr.server import FedAvgServer, FedGRServer
+
+
+def _client(n=40, noise_rate=0.5):
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, (n, 28, 28), dtype=np.uint8)
+    return ClientData(0, np.arange(n), images, rng.integers(0, 10, n), noise_rate=noise_rate)
+
+
+# ------------------------------------------------------------------------------------------------ noise cost
+
+
+def test_noise_cost_is_clean_minus_noisy_on_the_shared_seeds():
+    noisy = {"0": {"accuracy": 0.80}, "1": {"accuracy": 0.70}, "2": {"accuracy": 0.75}}
+    clean = {"0": {"accuracy": 0.88}, "1": {"accuracy": 0.80}}
+    assert noise_cost(noisy, clean) == pytest.approx({"0": 0.08, "1": 0.10})
+    with pytest.raises(ValueError, match="no seed"):
+        noise_cost(noisy, {"7": {"accuracy": 0.9}})
+
+
+def test_noise_costs_reports_mean_spread_and_seeds_of_the_arms_it_can_pair():
+    per_seed = {
+        "fedgr": {"0": {"accuracy": 0.82}, "1": {"accuracy": 0.83}},
+        "fedgr_clean": {"0": {"accuracy": 0.89}, "1": {"accuracy": 0.88}},
+        "fedavg": {"0": {"accuracy": 0.80}, "1": {"accuracy": 0.78}},
+        "reference_clean_fedavg": {"0": {"accuracy": 0.87}, "1": {"accuracy": 0.87}},
+    }
+    costs = noise_costs(per_seed)
+    assert set(costs) == {"fedgr", "fedavg"}  # fedgr_no_noise_handling has no runs here
+    assert costs["fedgr"]["noise_cost"] == pytest.approx(0.06)
+    assert costs["fedgr"]["noise_cost_std"] == pytest.approx(np.std([0.07, 0.05], ddof=1))
+    assert costs["fedavg"]["seed 1"] == pytest.approx(0.09)
+    assert noise_costs({"fedgr": per_seed["fedgr"], "fedgr_clean": {"0": {"accuracy": 0.9}}})["fedgr"] == (
+        pytest.approx({"noise_cost": 0.08, "noise_cost_std": 0.0, "seed 0": 0.08})
+    )
+
+
+# ------------------------------------------------------------------------------------- defaults stay published
+
+
+def test_new_options_default_to_the_published_behaviour_and_the_protocol_is_untouched():
+    assert BaselineConfig().coteach_forget_rate == "oracle"
+    with pytest.raises(ValueError, match="coteach_forget_rate"):
+        BaselineConfig(coteach_forget_rate="guess")
+    assert all(getattr(FedGRConfig(), switch) for switch in NO_NOISE_HANDLING)  # every switch on by default
+    assert not {arm.name for arm in NOISE_STUDY_ARMS} & set(PROTOCOL.arms)  # not wired in yet
+
+
+# ------------------------------------------------------------------------------------------ Co-teaching rates
+
+
+def test_coteaching_forgets_the_true_rate_by_default_and_the_gmm_estimate_when_asked():
+    base = RunConfig("coteaching", clients_per_round=1, local=LocalConfig(epochs=1, batch_size=8))
+    server = FedAvgServer(base, num_clients=1)
+    oracle = CoTeachingTrainer(_client(noise_rate=0.5), base)
+    task = server.task(5, 0)  # the ramp (5 rounds) is complete
+    update, state = oracle.fit(server.global_state, task)
+    assert update.metrics["forget_rate"] == 0.5 and "noise_estimate" not in update.metrics and state == {}
+
+    run = replace(base, baselines=BaselineConfig(coteach_forget_rate="estimated"))
+    trainer = CoTeachingTrainer(_client(noise_rate=0.5), run)
+    update, state = trainer.fit(server.global_state, task)
+    trainer.model.load_state_dict({k: v for k, v in server.global_state.items() if not k.startswith("peer.")})
+    with torch.no_grad():
+        losses = F.cross_entropy(trainer.model(trainer.images), trainer.labels, reduction="none")
+    _, expected, _ = sieve_losses(losses, run.fedgr, run.seed)  # the first visit: the running mean is the loss
+    assert update.metrics["noise_estimate"] == pytest.approx(expected)
+    assert update.metrics["forget_rate"] == pytest.approx(expected)
+    assert torch.allclose(state["loss_mean"], losses)
+
+    # After FedGR's sieve would freeze, the last estimate is kept and no loss is computed.
+    state["noise_estimate"] = torch.tensor(0.3)
+    late = server.task(run.fedgr.sieve_until + 1, 0)
+    assert trainer.estimated_noise_rate(late, state) == pytest.approx(0.3)
+
+
+def test_sieve_losses_flags_the_high_loss_mode_and_nothing_without_one():
+    rng = np.random.default_rng(0)
+    config = FedGRConfig()
+    mixed = torch.as_tensor(np.concatenate([rng.normal(0.2, 0.05, 300), rng.normal(3.0, 0.3, 200)]).clip(0))
+    clean, estimate, _ = sieve_losses(mixed, config, 0)
+    assert estimate == pytest.approx(0.4, abs=0.02) and (clean[300:] < 0.5).all()
+    _, estimate, _ = sieve_losses(torch.as_tensor(rng.normal(0.5, 0.05, 500)), config, 0)
+    assert estimate == 0.0  # one mode fails the separation test: nothing is flagged
+
+
+# ------------------------------------------------------------------------------------ no noise handling
+
+
+def test_fedgr_without_noise_handling_trains_plain_cross_entropy_on_every_label():
+    fedgr = FedGRConfig(**NO_NOISE_HANDLING, reg_weight=0.0)
+    run = RunConfig("fedgr", clients_per_round=1, local=LocalConfig(epochs=1, batch_size=8), fedgr=fedgr)
+    server = FedGRServer(run, num_clients=1)
+    trainer = FedGRTrainer(_client(), run)
+    assert trainer.teacher is None  # no distillation
+    for round_idx in (1, fedgr.sniff_rounds + 1, fedgr.sieve_until + 1):
+        task = server.task(round_idx, 0)
+        assert not task.upload_losses and task.clean_probability is None  # no sieve
+        generator = torch.Generator().manual_seed(task.seed)
+        trainer.model.load_state_dict(server.global_state)
+        context = trainer.begin_round(server.global_state, task, {}, generator)
+        refined = context["refined"]
+        assert refined.keep.all() and float(refined.pseudo_weight.abs().sum()) == 0.0  # every observed label
+        views = trainer.epoch_views(context, generator)
+        index = torch.arange(8)
+        expected = F.cross_entropy(trainer.model(views["weak"][index]), trainer.labels[index])
+        assert torch.allclose(trainer.batch_loss(index, views, context), expected, atol=1e-6)
+
+
+def test_the_study_arms_are_the_switches_of_the_config():
+    arms = {arm.name: arm for arm in NOISE_STUDY_ARMS}
+    overrides = set(arms["fedgr_no_noise_handling"].overrides)
+    assert overrides == {f"--model.init_args.fedgr.{switch}=false" for switch in NO_NOISE_HANDLING}
+    assert arms["coteaching_estimated"].base == "coteaching"
+    assert tune_noise.ARMS["fedgr_no_noise_handling"] == ("fedgr", tuple(arms["fedgr_no_noise_handling"].overrides))
+
+
+# --------------------------------------------------------------------------------------------- tuning stage
+
+
+def test_every_arm_gets_the_same_grid_and_it_holds_every_published_rate():
+    assert set(tune_noise.published_rates().values()) <= set(tune_noise.LR_GRID)
+    assert len(tune_noise.LR_GRID) >= 4
+    for arm in tune_noise.ARMS:
+        assert [t["local.lr"] for t in tune_noise.trials(arm)] == list(tune_noise.LR_GRID)
+    probe = tune_noise.trials(tune_noise.PROBE)
+    assert len(probe) == len(tune_noise.LR_GRID) * len(tune_noise.MEMORISATION_SETTINGS)
+    for trial in probe:  # every setting is one of the protocol's --set keys
+        assert set(trial) - {"local.lr"} <= set(PROTOCOL.settings)
+    assert tune_noise.setting_overrides({"local_epochs": 10, "local.lr": 0.1}) == [
+        "--model.init_args.local.epochs=10",
+        "--model.init_args.local.lr=0.1",
+    ]
+
+
+def test_plan_skips_recorded_trials_and_the_workers_share_the_load():
+    options = {"rounds": 80, "fraction": 0.1, "seed": 0, "test_curve": False}
+    keys, jobs = tune_noise.plan(["fedavg", "fedgr"], options, {})
+    assert len(jobs) == 8 and len(set(keys["fedavg"])) == 4
+    record = {"trials": {"fedavg": {keys["fedavg"][0]: {}}}}
+    _, left = tune_noise.plan(["fedavg", "fedgr"], options, record)
+    assert len(left) == 7 and ("fedavg", keys["fedavg"][0]) not in {(job["arm"], job["key"]) for job in left}
+    shares = tune_noise.share(jobs, 2)
+    loads = [sum(job["estimate"] for job in s) for s in shares]
+    assert len(shares) == 2 and max(loads) - min(loads) <= max(job["estimate"] for job in jobs)
+    base = {"fedavg": {json.dumps({"local.lr": 0.01, "rounds": 80}): {"seconds": 400.0}}}
+    assert tune_noise.trial_seconds("fedavg", {"local_epochs": 10}, 40, False, base) == pytest.approx(400.0)
+
+
+def test_records_merge_every_trial_and_the_choice_is_the_best_validation_accuracy(tmp_path):
+    path = tmp_path / "tuning_noise.json"
+    options = {"rounds": 80, "fraction": 0.1, "seed": 0, "test_curve": False}
+    keys, jobs = tune_noise.plan(["fedavg", tune_noise.PROBE], options, {})
+    scores = {0.01: 0.38, 0.02: 0.40, 0.05: 0.40, 0.1: 0.30}
+    for job in jobs:
+        row = {"client_val_accuracy": scores[job["trial"]["local.lr"]], "val_drop_best_to_final": 0.0}
+        if job["arm"] == tune_noise.PROBE:
+            row.update(test_curve=[0.5], test_drop_best_to_final=0.03)
+        tune_noise.merge_trial(path, job["arm"], job["key"], row)
+        summary = tune_noise.summarise(tune_noise.read_record(path), keys)
+    assert len(tune_noise.read_record(path)["trials"]["fedavg"]) == 4
+    assert summary["fedavg"]["local.lr"] == 0.02  # tie with 0.05: the smaller rate
+    assert summary["fedavg"]["trials"] == 4
+    probe = {name: s for name, s in summary.items() if name.startswith(tune_noise.PROBE)}
+    assert len(probe) == len(tune_noise.MEMORISATION_SETTINGS)
+    assert all(s["test_drop_best_to_final"] == 0.03 for s in probe.values())
+    assert tune_noise.summarise({}, keys) == {}  # nothing is chosen before every trial of an arm is done
+
+
+def test_curve_drop():
+    assert tune_noise.curve_drop([0.5, 0.8, 0.7], "val") == {"val_best_round": 2, "val_drop_best_to_final": 0.1}
