@@ -146,6 +146,22 @@ def test_verify_re_measures_the_chosen_pieces_and_compares_each_with_the_card(ti
     assert result["claims"]  # the other arms' published pieces complete it
 
 
+def test_a_full_verify_writes_the_card_when_the_published_pieces_predate_the_protocols_metrics(
+    tiny_card, capsys, tmp_path
+):
+    """A protocol that gained a metric: the card's pieces lack it, so they make no claims (nor does a mix of them
+    with new pieces); re-measuring every piece still completes, says there is nothing to verify against, and
+    publishes a card that is not stale."""
+    path = tiny_card.entry.mirror_dir / "pieces.json"
+    record = json.loads(path.read_text())
+    for piece in record["pieces"]:
+        piece["scores"] = {f"old_{key}": value for key, value in piece["scores"].items()}
+    path.write_text(json.dumps(record))
+    assert main(["eval", "tinytest", "--verify", "--fresh", "--card", "--json", str(tmp_path / "all.json")]) == 0
+    assert "nothing to verify against" in capsys.readouterr().out
+    assert stale(tiny_card) == []
+
+
 def test_pieces_recorded_without_seconds_get_their_share_of_the_arms_time_when_read(tiny_card):
     path = tiny_card.entry.mirror_dir / "pieces.json"
     record = json.loads(path.read_text())

@@ -1,4 +1,4 @@
-"""Pilot of the spectral residual (issue 75) on the published REPA-P and PIDM checkpoints.
+"""The evaluation's spectral residual on the published REPA-P and PIDM checkpoints, and its sensitivity to k.
 
 Samples the first ``--conditions`` ID test conditions with both published seed-0 checkpoints exactly as
 ``zoo eval repa_p`` does (``zoo.repa_p.evaluate.draw_samples``: same test pairs, same sampling noise, the full

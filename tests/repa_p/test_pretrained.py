@@ -29,8 +29,8 @@ def test_pretrained_reproduces_the_golden_slice(arm, hf_cache, hf_offline):
     module = zoo.load(entry.name, pretrained=True)
     scores = score_pretrained(module, limit=GOLDEN_LIMIT)
     # Same weights, same conditions, same noise: only float summation order may differ across machines (5%).
-    assert scores["residual_id"] == pytest.approx(golden["residual_id"], rel=0.05)
-    assert scores["mse_id"] == pytest.approx(golden["mse_id"], rel=0.05)
+    for metric in ("residual_spectral_id", "residual_id", "mse_id"):
+        assert scores[metric] == pytest.approx(golden[metric], rel=0.05), metric
     # And a trained model is far from the untrained network's residual.
     untrained = score_pretrained(zoo.load(entry.name), limit=4)
     assert scores["residual_id"] < 0.5 * untrained["residual_id"]
@@ -52,11 +52,11 @@ def test_published_repa_p_has_no_heads_in_its_weights_but_ships_them_separately(
 
 
 def test_loaded_weights_carry_the_validation_curve_of_their_fit(hf_cache, hf_offline):
-    """``steps_to_residual_target`` of the published seed reads the curve its recipe logged."""
+    """``steps_to_*_target`` of the published seed reads the curve its recipe logged."""
     module = zoo.load(ENTRIES["pidm"], pretrained=True)
     steps = [row["step"] for row in module.val_history]
     assert steps == list(range(100, 5001, 100))
-    assert all(row["residual"] > 0 and row["mse"] > 0 for row in module.val_history)
+    assert all(min(row["residual"], row["mse"], row["residual_spectral"]) > 0 for row in module.val_history)
 
 
 @pytest.mark.parametrize("arm", sorted(ENTRIES))
@@ -91,12 +91,12 @@ def test_loss_balance_keeps_every_term_within_two_orders_of_magnitude(arm, hf_ca
 @pytest.mark.slow
 def test_claim_protocol_retrains_and_reports_every_metric():
     """``zoo eval repa_p --retrain --seeds 0 --set target_seeds=0`` (both arms trained: about 25 min on 2 cores)."""
-    steps = ("steps_to_residual_target",)
+    steps = ("steps_to_residual_target", "steps_to_spectral_target")
     overrides = PROTOCOL.parse_overrides(["target_seeds=0"])
     pieces = measure("repa_p", Request(seeds=(0,), retrain=True, overrides=overrides, fresh=True))
     result = assemble(PROTOCOL, "repa_p.poisson_32", pieces, PROTOCOL.resolve(overrides), seeds=[0])
     for arm in ("pidm", "repa_p"):
-        assert set(result["arms"][arm]) >= {"residual_id", "residual_ood", "mse_id", "mse_ood", *steps}
+        assert set(result["arms"][arm]) >= {"residual_spectral_id", "residual_id", "mse_id", "mse_ood", *steps}
     assert "golden" not in result["extras"]["0"]  # nothing was scored on the published weights
     # Both arms learn the physics: far below an untrained network's residual on the same conditions.
     import torch
@@ -105,4 +105,4 @@ def test_claim_protocol_retrains_and_reports_every_metric():
     untrained = score_pretrained(zoo.load("repa_p").eval(), limit=8)["residual_id"]
     assert max(result["arms"][a]["residual_id"] for a in ("pidm", "repa_p")) < 0.5 * untrained
     # PIDM reaches its own final validation residual at the latest at its last validation.
-    assert result["arms"]["pidm"]["steps_to_residual_target"] <= result["extras"]["0"]["curves"]["pidm"][-1][0]
+    assert result["arms"]["pidm"]["steps_to_spectral_target"] <= result["extras"]["0"]["curves"]["pidm"][-1][0]

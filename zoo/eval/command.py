@@ -141,7 +141,10 @@ def _measure(ev: Evaluation, request: Request, args: argparse.Namespace) -> int:
 
     def on_piece(piece: dict[str, Any]) -> None:
         measured.append(piece)
-        _write_json(str(out), combined())
+        try:
+            _write_json(str(out), combined())
+        except (ZooError, KeyError) as error:  # new pieces beside published ones of an older protocol: wait for more
+            print(f"zoo: the partial result is not written yet ({error})", file=sys.stderr)
         state = "cached" if piece.get("cached") else f"{piece['seconds']:.0f} s"
         print(f"zoo: {piece['arm']} seed {piece['seed']}: {_short(piece['scores'])} ({state})", file=sys.stderr)
 
@@ -152,7 +155,10 @@ def _measure(ev: Evaluation, request: Request, args: argparse.Namespace) -> int:
     if result["claims"]:
         print(claims_table(result))
     if args.verify and record is not None:
-        print(verify_table(result_of(ev, record), measured))
+        try:
+            print(verify_table(result_of(ev, record), measured))
+        except (ZooError, KeyError) as error:  # the card's pieces predate a change of the protocol's metrics
+            print(f"zoo: the card's pieces make no result with today's protocol ({error}): nothing to verify against")
     print(f"zoo: {len(measured)} pieces in {time.perf_counter() - started:.0f} s; wrote {out}", file=sys.stderr)
     if args.card:
         keys = {(p["arm"], str(p["seed"])) for p in measured}

@@ -25,8 +25,8 @@ PAPER = PaperRef(
 )
 
 # Shared by both entries: the architecture and loss settings of the recipes (their seed-0 runs are the weights).
-# c_res (= c_proj for REPA-P) and the late physics boost are what each arm chose on validation conditions
-# (python -m zoo.repa_p.tune; tuning.json): the same values for both.
+# c_res (= c_proj for REPA-P), the late physics boost and its ramp are what each arm chose on validation
+# conditions (python -m zoo.repa_p.tune; tuning.json): the same values for both.
 _COMMON = {
     "task": "poisson",
     "size": 32,
@@ -41,6 +41,7 @@ _COMMON = {
     "c_res": 0.01,
     "late_physics_factor": 100.0,
     "late_physics_from": 0.8,
+    "late_physics_ramp": "geometric",
 }
 
 ENTRIES = {
@@ -79,7 +80,7 @@ register_paper(
         "--model.init_args.attn_heads=2",
     ),
     datasets=("poisson_point_charges_32",),
-    headline="residual_id",
+    headline="residual_spectral_id",
     num_params=195353,
     # What the weights take (config.json["pretrained_cfg"]; REPAPModule.predict samples a field for a condition).
     input_format="poisson condition [B, 1, 32, 32] in physical units (task.generate gives test pairs); "

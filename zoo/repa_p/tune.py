@@ -54,6 +54,23 @@ x1000: 1.29 / 2.2e-4 (0.145); REPA-P 0.01: 2.67 / 5.5e-5 (0.105), 0.1: 2.76 / 4.
 (0.798), 0.01 late x100: **1.79 / 8.4e-5 (0.106)**, 0.01 late x1000: 1.50 / 1.9e-4 (0.148). With a constant
 weight every trial stayed above the zero field's residual; the late boost is what brings both arms below it.
 A c_res = 10 trial was started and dropped for time once c_res = 1 had failed for both arms (5 trials each).
+
+Stage 5 (2026-12-07, issue 75, the current one). The 5-point residual measures the roughness of the last
+denoising step (the exact field plus white noise of rms 1% scores above the zero field), and a step change in the
+physics weight at 80% of the steps made every run cross the convergence target at the step. Stage 5 keeps stage
+4's c_res = 0.01 and x100 and chooses the *shape* of the physics schedule, per arm, on the spectral residual (rms
+of the residual's lowest 8 x 8 sine modes, ``zoo.repa_p.pde.spectral_residual``) of 100-step samples of the
+validation conditions: the published ``step`` at 0.8 against a ``linear`` and a ``geometric`` ramp from x1 at step
+0 to x100 at 0.8 of the steps (:func:`zoo.repa_p.diffusion.physics_weight_scale`), one full recipe fit (seed 0)
+per trial, scored with ``--score-export`` (the step trial is the stage-4 choice, the published checkpoint then)::
+
+    zoo fit -c recipes/repa_p/pidm_poisson_32.yaml --model.init_args.late_physics_ramp=linear \
+        --trainer.logger.init_args.save_dir=runs/repa_tune/pidm_linear
+    python -m zoo.repa_p.tune --score-export pidm runs/repa_tune/pidm_linear/version_0/pretrained
+
+The stage-5 score is the validation spectral residual divided by the zero field's, among the trials that pass the
+gates on the new residual (spectral residual below the zero field's, MSE at most 0.3x its); results in
+``tuning.json`` and on the card.
 """
 
 from __future__ import annotations
@@ -67,7 +84,9 @@ from pathlib import Path
 TUNING_FILE = Path(__file__).with_name("tuning.json")
 GRID = (0.01, 0.1, 1.0)
 #: The current tuning stage (see the module docstring); the selection uses only its trials.
-STAGE = 4
+STAGE = 5
+#: From this stage on, trials are scored and gated on the spectral residual instead of the 5-point one.
+SPECTRAL_STAGE = 5
 #: DDPM steps of the validation samples that score a stage-4 trial (the test protocol's sampler).
 SCORE_SAMPLE_STEPS = 100
 RECIPES = {"repa_p": "recipes/repa_p/poisson_32.yaml", "pidm": "recipes/repa_p/pidm_poisson_32.yaml"}
@@ -81,32 +100,45 @@ def validation_pairs(size: int = 32, num_val: int = 32, seed: int = 0):
     return (task, *task.generate("val", num_val, seed))
 
 
+_METRICS = ("residual", "mse", "residual_spectral")
+
+
 def zero_field_validation(size: int = 32, num_val: int = 32, seed: int = 0) -> dict[str, float]:
-    """Residual and MSE of ``U = 0`` on the validation conditions the recipes' curves use."""
+    """Residual, MSE and spectral residual of ``U = 0`` on the validation conditions the recipes' curves use."""
     task, x0, condition = validation_pairs(size, num_val, seed)
     metrics = task.field_metrics(x0 * 0, x0, condition)
-    return {"residual": metrics["residual"].item(), "mse": metrics["mse"].item()}
+    return {key: metrics[key].item() for key in _METRICS}
 
 
-def score(final: dict[str, float], zero: dict[str, float]) -> float:
-    """Geometric mean of the validation residual and MSE relative to the zero field's (lower is better)."""
+def score(final: dict[str, float], zero: dict[str, float], stage: int = STAGE) -> float:
+    """A trial's score (lower is better), relative to the zero field's on the same conditions.
+
+    Stages 1-4: the geometric mean of the validation residual and MSE ratios; from :data:`SPECTRAL_STAGE` on,
+    the spectral residual's ratio (MSE enters through the gates of :func:`passes_gates`).
+    """
+    if stage >= SPECTRAL_STAGE:
+        return final["residual_spectral"] / zero["residual_spectral"]
     return math.sqrt(final["residual"] / zero["residual"] * final["mse"] / zero["mse"])
 
 
 def validation_samples(module, steps: int = SCORE_SAMPLE_STEPS) -> dict[str, float]:
-    """Residual and MSE of ``steps``-step samples (noise seed 0) of the validation conditions."""
+    """Residual, MSE and spectral residual of ``steps``-step samples (noise seed 0) of the validation conditions."""
     import torch
 
     task, x0, condition = validation_pairs(module.hparams.size)
     with torch.no_grad():
         fields = module.predict(condition, steps=steps, seed=0) / task.field_scale
         metrics = module.field_metrics(fields, x0, condition)
-    return {"residual": metrics["residual"].item(), "mse": metrics["mse"].item()}
+    return {key: metrics[key].item() for key in _METRICS}
 
 
 def passes_gates(trial: dict, zero: dict[str, float]) -> bool:
-    """Issue 16's validity gates on validation: residual below the zero field's and MSE at most 0.3x its."""
-    return trial["val_residual"] < zero["residual"] and trial["val_mse"] <= 0.3 * zero["mse"]
+    """The validity gates on validation: the residual below the zero field's and MSE at most 0.3x its.
+
+    The residual is the 5-point one (issue 16) up to stage 4 and the spectral one (issue 75) from stage 5.
+    """
+    residual = "residual_spectral" if trial["stage"] >= SPECTRAL_STAGE else "residual"
+    return trial[f"val_{residual}"] < zero[residual] and trial["val_mse"] <= 0.3 * zero["mse"]
 
 
 def select(trials: list[dict], zero: dict[str, float]) -> dict:
@@ -145,9 +177,11 @@ def trial_record(arm: str, module, steps: int, final: dict, seconds: float, zero
         "lr_schedule": hp.lr_schedule,
         "late_physics_factor": hp.late_physics_factor,
         "late_physics_from": hp.late_physics_from,
+        "late_physics_ramp": hp.late_physics_ramp,
         "val_sample_steps": sample_steps,
         "val_residual": round(final["residual"], 6),
         "val_mse": round(final["mse"], 8),
+        "val_residual_spectral": round(final["residual_spectral"], 6),
         "score": round(score(final, zero), 6),
         "seconds": seconds,
     }
@@ -208,7 +242,8 @@ def export_trial(arm: str, folder: Path, zero: dict[str, float]) -> dict:
 
 def _trial_key(trial: dict) -> tuple:
     """What identifies a trial: a later trial with the same key replaces it."""
-    return (trial["arm"], trial["stage"], trial["c_res"], trial["late_physics_factor"], trial["late_physics_from"])
+    schedule = (trial["late_physics_factor"], trial["late_physics_from"], trial.get("late_physics_ramp", "step"))
+    return (trial["arm"], trial["stage"], trial["c_res"], *schedule)
 
 
 def record_trials(trials: list[dict], values: list[float], zero: dict[str, float]) -> dict:
@@ -227,21 +262,25 @@ def record_trials(trials: list[dict], values: list[float], zero: dict[str, float
             mine = [t for t in merged if t["arm"] == arm]
             if mine:
                 best = select(mine, zero)
-                keys = ("c_res", "c_proj", "late_physics_factor", "late_physics_from", "score", "steps", "stage")
+                keys = ("c_res", "c_proj", "late_physics_factor", "late_physics_from", "late_physics_ramp")
+                keys += ("score", "steps", "stage")
                 selection[arm] = {k: best[k] for k in keys if k in best}
                 if "export" in best:
                     selection[arm]["export"] = best["export"]
         record = {
-            "split": f"validation (the recipes' 32 val conditions, seed-0 fits; stage {STAGE}: "
+            "split": "validation (the recipes' 32 val conditions, seed-0 fits; stages 4-5: "
             f"{SCORE_SAMPLE_STEPS}-step samples, earlier stages the 10-step curve); the latest stage selects",
-            "score": "sqrt(val_residual / zero_residual * val_mse / zero_mse), lower is better, among the latest "
-            "stage's trials that pass the validity gates (val_residual < zero_residual, val_mse <= 0.3 zero_mse)",
+            "score": "stage 5: val_residual_spectral / zero_residual_spectral, among the trials that pass the gates "
+            "(val_residual_spectral < zero_residual_spectral, val_mse <= 0.3 zero_mse); stages 1-4: "
+            "sqrt(val_residual / zero_residual * val_mse / zero_mse) with the gates on the 5-point residual; lower "
+            "is better",
             "zero_field": zero,
             "grid": {
                 "c_res": sorted({t["c_res"] for t in merged} | set(values)),
                 "late_physics (factor, from)": sorted(
                     {(t["late_physics_factor"], t["late_physics_from"]) for t in merged}
                 ),
+                "late_physics_ramp": sorted({t.get("late_physics_ramp", "step") for t in merged}),
             },
             "trials": merged,
             "selection": selection,
