@@ -62,8 +62,6 @@ published card must stay what its pieces make):
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import json
 import os
 import subprocess
@@ -73,6 +71,7 @@ from pathlib import Path
 
 import lightning.pytorch as pl
 
+from zoo.common.records import file_lock, read_record
 from zoo.deepha.evaluate import ARM_SWITCH, RECIPES, TRAINED, recipe_of, tuned_overrides
 
 TUNE_SEED = 100  # the seed of zoo.deepha.tune (no evaluation seed uses it)
@@ -301,25 +300,9 @@ def run_trial(arm: str, lr: float, level_set: str = "default", dry: bool = False
     return trial
 
 
-@contextlib.contextmanager
-def _locked():
-    LOCK.parent.mkdir(parents=True, exist_ok=True)
-    with open(LOCK, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def read_record(path: Path) -> dict:
-    """The record (``{}`` before the first trial)."""
-    return json.loads(path.read_text()) if path.is_file() else {}
-
-
 def add_trial(trial: dict, path: Path) -> dict:
     """Add (or replace, by key) one trial in the record at ``path`` and rewrite its summary, under a lock."""
-    with _locked():
+    with file_lock(LOCK):
         trials = [t for t in read_record(path).get("trials", []) if t["key"] != trial["key"]]
         record = summarise([*trials, trial], trial["level_set"], trial["dry"])
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -69,7 +69,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -80,6 +79,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from zoo.common.records import file_lock, read_record
 from zoo.fedgr.evaluate import NOISE_STUDY_ARMS
 
 TRIALS_FILE = Path(__file__).with_name("tuning_noise.json")
@@ -221,17 +221,8 @@ def noise_rate_error(arm: str, module) -> dict:
 def locked(path: Path) -> Iterator[None]:
     """Hold an exclusive lock for ``path`` (a lock file in the temp folder: the package folder stays clean)."""
     name = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
-    with open(Path(tempfile.gettempdir()) / f"zoo-fedgr-tune-noise-{name}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def read_record(path: Path) -> dict:
-    """The record (``{"trials": {arm: {key: row}}, "chosen": ...}``), empty if there is none yet."""
-    return json.loads(path.read_text()) if path.is_file() else {}
+    with file_lock(Path(tempfile.gettempdir()) / f"zoo-fedgr-tune-noise-{name}.lock"):
+        yield
 
 
 def update_record(path: Path, change) -> dict:
