@@ -245,3 +245,39 @@ def test_zoomed_context_b_renders_smaller_tiles_only_in_b():
     np.testing.assert_array_equal(normal["frames"][:2], collect([50], 1, 2, 1)["frames"][:2])
     np.testing.assert_array_equal(zoomed["frames"][:2], collect([0], 1, 2, 1)["frames"][:2])  # A is untouched
     assert not np.array_equal(zoomed["frames"][2:], normal["frames"])
+
+
+def test_crafter_chunks_iterate_in_insertion_order_after_every_reset():
+    """Crafter despawns random.choice of a chunk's creatures listed from a set hashed by id(): in a set, that
+    order (and so the world) changed between processes. ordered_chunks keeps insertion order from every reset."""
+    import crafter
+
+    from zoo.olaf_world.clips import InsertionOrderedSet, ordered_chunks
+
+    items = InsertionOrderedSet()
+    for item in (object(), object(), object()):
+        items.add(item)
+    first, second, third = list(items)
+    items.remove(second)
+    assert list(items) == [first, third]
+    env = crafter.Env(size=(64, 64), seed=3)
+    ordered_chunks(env._world)
+    for _ in range(2):  # the wrapped reset holds on every episode
+        env.reset()
+        chunks = env._world.chunks
+        assert chunks and all(isinstance(objs, InsertionOrderedSet) for objs in chunks.values())
+        assert sum(len(objs) for objs in chunks.values()) == len(env._world.objects)
+
+
+def test_a_crafter_episode_renders_the_same_frames_in_another_process():
+    import os
+    import subprocess
+    import sys
+
+    from zoo.olaf_world.clips import play_crafter, start_material
+
+    episode = "play_crafter(30, 120, 0, start_material(30, 'terrain'))"  # a world that despawns a creature
+    code = f"import sys; from zoo.olaf_world.clips import *; sys.stdout.buffer.write({episode}[0].tobytes())"
+    env = {**os.environ, "PYTHONHASHSEED": "7"}
+    other = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, env=env)
+    assert other.stdout == play_crafter(30, 120, 0, start_material(30, "terrain"))[0].tobytes()

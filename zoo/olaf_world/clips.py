@@ -7,6 +7,11 @@ the spec's persistent behaviour policy and keep the true actions for evaluation 
 * **Behaviour policy** (the spec; the segment lengths for noop / do are our choice): each segment picks a
   movement with probability 0.8 (uniform over the four) and otherwise noop or do (uniform), and repeats it
   for 1-4 steps (uniform).
+* **Determinism**: Crafter keeps each chunk's creatures in a ``set`` of objects hashed by ``id()`` and despawns
+  ``random.choice`` of its list, so its worlds drifted apart between processes (the same seed rendered other
+  frames after the first despawn). :func:`play_crafter` makes those sets iterate in insertion order
+  (:class:`InsertionOrderedSet`), so a world seed gives the same frames in every process; ``CLIPS_VERSION`` keys
+  the clip cache by it.
 * **Contexts**: world seed ``s`` is context A when ``s < 50`` and context B otherwise. One episode of
   ``steps`` steps per world seed (an episode that ends early is reset with the same world seed).
 * **Clips** of ``T`` frames: stride 1 windows for training (unlabeled), non-overlapping windows (stride
@@ -19,6 +24,7 @@ of 2 frames). ``target="static"`` is the ablation ``normalize(mean_k s_k)``.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import os
 from pathlib import Path
@@ -48,6 +54,33 @@ MOTION_ROWS = 44  # rows of the frame it reads: the local view, not Crafter's st
 PLAYER_BOX = (slice(16, 34), slice(22, 42))  # rows, columns zeroed: the player sprite at the view's centre
 TARGETS = ("delta", "static")
 READOUTS = ("pooled", "keypoints")
+CLIPS_VERSION = 2  # 2: Crafter's object sets iterate in insertion order (version 1 differed between processes)
+
+
+class InsertionOrderedSet(dict):
+    """The ``add`` / ``remove`` / iteration of a set, iterating in insertion order (Crafter's chunk contents)."""
+
+    def add(self, item) -> None:
+        self[item] = None
+
+    def remove(self, item) -> None:
+        del self[item]
+
+
+def ordered_chunks(world) -> None:
+    """Make a Crafter ``World`` keep its chunks' objects in :class:`InsertionOrderedSet` from every reset on.
+
+    ``World.reset`` empties the chunks as ``defaultdict(set)`` before the world generator adds any object, so the
+    wrapped reset replaces that empty container and nothing else changes.
+    """
+    reset = world.reset
+
+    def ordered_reset(seed=None) -> None:
+        reset(seed=seed)
+        world._chunks = collections.defaultdict(InsertionOrderedSet)
+
+    world.reset = ordered_reset
+    world._chunks = collections.defaultdict(InsertionOrderedSet)  # World.__init__ already reset it
 
 
 def cache_dir() -> Path:
@@ -133,6 +166,7 @@ def play_crafter(
     rng = np.random.default_rng([policy_seed, world_seed])
     actions = behaviour_actions(steps, rng)
     env = crafter.Env(size=(64, 64), seed=int(world_seed), view=(view, view))
+    ordered_chunks(env._world)
 
     tile_rng = np.random.default_rng([policy_seed, world_seed, 1])
 
@@ -387,6 +421,8 @@ def cached_clips(
     )
     if view_b != 9 and env == "crafter":
         key = _key(key, view_b)
+    if env == "crafter":
+        key = _key(key, f"v{CLIPS_VERSION}")
     path = cache_dir() / f"clips-{env}-{key}.npz"
     if use_cache and path.is_file():
         with np.load(path) as data:
