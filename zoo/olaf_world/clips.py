@@ -24,12 +24,13 @@ of 2 frames). ``target="static"`` is the ablation ``normalize(mean_k s_k)``.
 
 from __future__ import annotations
 
-import collections
 import hashlib
 import os
 from pathlib import Path
 
 import numpy as np
+
+from zoo.olaf_world.crafter_order import InsertionOrderedSet, ordered_chunks  # noqa: F401 (InsertionOrderedSet: API)
 
 ACTION_NAMES = ("noop", "move_left", "move_right", "move_up", "move_down", "do")
 NUM_ACTIONS = len(ACTION_NAMES)
@@ -55,32 +56,6 @@ PLAYER_BOX = (slice(16, 34), slice(22, 42))  # rows, columns zeroed: the player 
 TARGETS = ("delta", "static")
 READOUTS = ("pooled", "keypoints")
 CLIPS_VERSION = 2  # 2: Crafter's object sets iterate in insertion order (version 1 differed between processes)
-
-
-class InsertionOrderedSet(dict):
-    """The ``add`` / ``remove`` / iteration of a set, iterating in insertion order (Crafter's chunk contents)."""
-
-    def add(self, item) -> None:
-        self[item] = None
-
-    def remove(self, item) -> None:
-        del self[item]
-
-
-def ordered_chunks(world) -> None:
-    """Make a Crafter ``World`` keep its chunks' objects in :class:`InsertionOrderedSet` from every reset on.
-
-    ``World.reset`` empties the chunks as ``defaultdict(set)`` before the world generator adds any object, so the
-    wrapped reset replaces that empty container and nothing else changes.
-    """
-    reset = world.reset
-
-    def ordered_reset(seed=None) -> None:
-        reset(seed=seed)
-        world._chunks = collections.defaultdict(InsertionOrderedSet)
-
-    world.reset = ordered_reset
-    world._chunks = collections.defaultdict(InsertionOrderedSet)  # World.__init__ already reset it
 
 
 def cache_dir() -> Path:
