@@ -1,10 +1,11 @@
-"""JSON records that several processes update (tuning trials): an exclusive file lock and a read of the record."""
+"""JSON records that several processes update (tuning trials): an exclusive file lock, a read and an atomic write."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,3 +30,11 @@ def file_lock(path: Path) -> Iterator[None]:
 def read_record(path: Path) -> dict[str, Any]:
     """The JSON record at ``path``, or ``{}`` before the first write."""
     return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def write_record(path: Path, record: dict[str, Any]) -> None:
+    """Write ``record`` as JSON (indent 1) to ``path`` through a temporary file, so a kill never leaves half of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(record, indent=1) + "\n")
+    os.replace(temporary, path)

@@ -71,7 +71,7 @@ from pathlib import Path
 
 import lightning.pytorch as pl
 
-from zoo.common.records import file_lock, read_record
+from zoo.common.records import file_lock, read_record, write_record
 from zoo.deepha.evaluate import ARM_SWITCH, RECIPES, TRAINED, recipe_of, tuned_overrides
 
 TUNE_SEED = 100  # the seed of zoo.deepha.tune (no evaluation seed uses it)
@@ -258,29 +258,18 @@ def fit_args(arm: str, lr: float, level_set: str, dry: bool) -> list[str]:
 
 def run_trial(arm: str, lr: float, level_set: str = "default", dry: bool = False) -> dict:
     """Train one trial to its plateau (or :data:`MAX_EPOCHS`) and add it to the record."""
-    import logging
-    import tempfile
-
     import torch
 
-    from zoo._lightning_cli import ZooCLI
-    from zoo._recipes import resolve_recipe
     from zoo.deepha.demos import level_set as named_level_set
     from zoo.deepha.evaluate import PROTOCOL
+    from zoo.eval.run import fit_recipe
 
     constants = rule(dry)
     torch.set_num_threads(1)
     check = PlateauCheck(arm, named_level_set(level_set), constants["episodes"], constants["first_check"],
                          constants["patience"])  # fmt: skip
-    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
-    with tempfile.TemporaryDirectory(prefix="zoo-plateau-") as folder:
-        args = ["-c", resolve_recipe(recipe_of(arm)), *(f"--{k}={TUNE_SEED}" for k in PROTOCOL.seed_args)]
-        args += ["--trainer.logger=false", "--trainer.enable_progress_bar=false",
-                 "--trainer.enable_model_summary=false", "--trainer.enable_checkpointing=false",
-                 f"--trainer.default_root_dir={folder}", *fit_args(arm, lr, level_set, dry)]  # fmt: skip
-        cli = ZooCLI(args=args, run=False)
-        cli.trainer.callbacks.append(check)
-        cli.trainer.fit(cli.model, datamodule=cli.datamodule)
+    overrides = ["--trainer.enable_checkpointing=false", *fit_args(arm, lr, level_set, dry)]
+    fit_recipe(recipe_of(arm), TUNE_SEED, overrides, PROTOCOL.seed_args, callbacks=[check])
     best = best_check(check.history)
     trial = {
         "key": trial_key(arm, lr, level_set, dry),
@@ -305,10 +294,7 @@ def add_trial(trial: dict, path: Path) -> dict:
     with file_lock(LOCK):
         trials = [t for t in read_record(path).get("trials", []) if t["key"] != trial["key"]]
         record = summarise([*trials, trial], trial["level_set"], trial["dry"])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(record, indent=1) + "\n")
-        tmp.replace(path)
+        write_record(path, record)
     return record
 
 

@@ -177,7 +177,13 @@ class Run:
         return module
 
 
-def fit_recipe(recipe: str, seed: int, overrides: Sequence[str] = (), seed_args: Sequence[str] = ("seed_everything",)):
+def fit_recipe(
+    recipe: str,
+    seed: int,
+    overrides: Sequence[str] = (),
+    seed_args: Sequence[str] = ("seed_everything",),
+    callbacks: Sequence[Any] = (),
+):
     """Train the recipe's model with ``seed`` and ``overrides`` through the zoo's LightningCLI.
 
     Nothing of the recipe's settings is copied here: the recipe is the single source, and the harness only
@@ -188,6 +194,7 @@ def fit_recipe(recipe: str, seed: int, overrides: Sequence[str] = (), seed_args:
         seed: The seed, given to every key of ``seed_args``.
         overrides: Further LightningCLI arguments (``--model.init_args.x=1``).
         seed_args: LightningCLI keys that receive the seed.
+        callbacks: Lightning callbacks added to the recipe's own for this fit (e.g. a tuning's per-epoch check).
 
     Returns:
         The trained LightningModule in eval mode.
@@ -207,5 +214,6 @@ def fit_recipe(recipe: str, seed: int, overrides: Sequence[str] = (), seed_args:
             *overrides,
         ]
         cli = ZooCLI(args=args, run=False)
+        cli.trainer.callbacks.extend(callbacks)
         cli.trainer.fit(cli.model, datamodule=cli.datamodule)
     return cli.model.eval()

@@ -79,7 +79,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from zoo.common.records import file_lock, read_record
+from zoo.common.records import file_lock, read_record, write_record
 from zoo.fedgr.evaluate import NOISE_STUDY_ARMS
 
 TRIALS_FILE = Path(__file__).with_name("tuning_noise.json")
@@ -230,10 +230,7 @@ def update_record(path: Path, change) -> dict:
     with locked(path):
         record = read_record(path)
         change(record)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(record, indent=1) + "\n")
-        os.replace(temporary, path)  # a kill mid-write never leaves half a record
+        write_record(path, record)
     return record
 
 

@@ -137,13 +137,12 @@ def write_tuning(record: dict, path: Path) -> None:
 
 def save_trial(out: Path, arm: str, arm_record: list) -> dict:
     """Write ``arm``'s trials into ``out`` under a lock, keeping the other arm's (the arms run in parallel)."""
-    import fcntl
+    from zoo.common.records import file_lock, read_record, write_record
 
-    with open(out.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        record = json.loads(out.read_text()) if out.is_file() else {}
+    with file_lock(out.with_suffix(".lock")):
+        record = read_record(out)
         record[arm] = arm_record
-        out.write_text(json.dumps(record, indent=1))
+        write_record(out, record)
     return record
 
 

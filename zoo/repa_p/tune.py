@@ -248,12 +248,12 @@ def _trial_key(trial: dict) -> tuple:
 
 def record_trials(trials: list[dict], values: list[float], zero: dict[str, float]) -> dict:
     """Add trials to ``tuning.json`` (replacing earlier trials of the same arm and value) and reselect."""
-    import fcntl
     import tempfile
 
-    with open(Path(tempfile.gettempdir()) / "zoo-repa-p-tuning.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        old = json.loads(TUNING_FILE.read_text())["trials"] if TUNING_FILE.is_file() else []
+    from zoo.common.records import file_lock, read_record, write_record
+
+    with file_lock(Path(tempfile.gettempdir()) / "zoo-repa-p-tuning.lock"):
+        old = read_record(TUNING_FILE).get("trials", [])
         fresh = {_trial_key(t) for t in trials}
         merged = [t for t in old if _trial_key(t) not in fresh] + trials
         merged.sort(key=lambda t: (list(RECIPES).index(t["arm"]), *_trial_key(t)[1:]))
@@ -285,7 +285,7 @@ def record_trials(trials: list[dict], values: list[float], zero: dict[str, float
             "trials": merged,
             "selection": selection,
         }
-        TUNING_FILE.write_text(json.dumps(record, indent=1) + "\n")
+        write_record(TUNING_FILE, record)
     return record
 
 
