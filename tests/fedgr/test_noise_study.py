@@ -11,10 +11,20 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from zoo.eval.result import summarise
 from zoo.fedgr import tune_noise
 from zoo.fedgr.client import CoTeachingTrainer, FedGRTrainer, sieve_losses
 from zoo.fedgr.config import NO_NOISE_HANDLING, BaselineConfig, FedGRConfig, LocalConfig, RunConfig
-from zoo.fedgr.evaluate import NOISE_STUDY_ARMS, PROTOCOL, noise_cost, noise_costs
+from zoo.fedgr.evaluate import (
+    NOISE_STUDY_ARMS,
+    PROTOCOL,
+    REGIME_BASES,
+    noise_cost,
+    noise_cost_panel,
+    noise_costs,
+    noise_study_claims,
+    regime_arms,
+)
 from zoo.fedgr.federation import ClientData
 from zoo.fedgr.server import FedAvgServer, FedGRServer
 
@@ -51,6 +61,72 @@ def test_noise_costs_reports_mean_spread_and_seeds_of_the_arms_it_can_pair():
     assert noise_costs({"fedgr": per_seed["fedgr"], "fedgr_clean": {"0": {"accuracy": 0.9}}})["fedgr"] == (
         pytest.approx({"noise_cost": 0.08, "noise_cost_std": 0.0, "seed 0": 0.08})
     )
+
+
+def _study(**accuracies):
+    """A result with ``accuracy`` per seed (and ``accuracy_best`` where given as a (final, best) pair)."""
+    per_seed = {}
+    for arm, values in accuracies.items():
+        runs = per_seed[arm] = {}
+        for seed, value in enumerate(values):
+            final, best = value if isinstance(value, tuple) else (value, value)
+            runs[str(seed)] = {"accuracy": final, "accuracy_final": final, "accuracy_best": best}
+    arms = {arm: summarise(runs) for arm, runs in per_seed.items()}
+    return {"seeds": [0, 1, 2], "settings": {"method": "fedgr"}, "per_seed": per_seed, "arms": arms, "extras": {}}
+
+
+def test_noise_study_claims_compare_noise_costs_and_accuracy_over_paired_seeds():
+    result = _study(
+        fedgr=[0.82, 0.83, 0.82],
+        fedgr_clean=[0.87, 0.88, 0.87],  # cost 0.05 on every seed
+        fedavg=[0.78, 0.79, 0.78],
+        reference_clean_fedavg=[0.86, 0.87, 0.86],  # cost 0.08: 0.03 above FedGR's on every seed
+        fedgr_no_noise_handling=[0.80, 0.80, 0.81],  # FedGR +0.02, +0.03, +0.01: above the spread (0.01)
+        fedgr_no_noise_handling_clean=[0.87, 0.86, 0.87],  # cost 0.07, 0.06, 0.06: 0.02, 0.01, 0.01 above FedGR's
+        coteaching_estimated=[0.83, 0.82, 0.82],  # FedGR -0.01, +0.01, 0: no result
+    )
+    made = {claim.id: claim for claim in noise_study_claims(result)}
+    assert {i: c.holds for i, c in made.items()} == {
+        "fedgr_beats_fedavg_noise_cost": True,
+        "fedgr_beats_fedgr_no_noise_handling_noise_cost": False,  # mean 0.0133 < 0.02
+        "fedgr_beats_fedgr_no_noise_handling_accuracy": True,
+        "fedgr_beats_coteaching_estimated_accuracy": False,
+    }
+    assert made["fedgr_beats_fedavg_noise_cost"].value == pytest.approx(0.03)
+    assert {c.kind for c in made.values()} == {"paper"} and {c.arm for c in made.values()} == {"fedgr"}
+    assert result["extras"]["noise_cost"]["fedavg"]["noise_cost"] == pytest.approx(0.08)
+
+
+def test_regime_claims_need_fedavg_to_fall_on_every_seed_and_fedgr_five_points_above():
+    result = _study(
+        fedgr=[0.82] * 3,
+        fedgr_regime=[0.80, 0.81, 0.80],
+        fedavg_regime=[(0.74, 0.79), (0.75, 0.78), (0.76, 0.77)],  # drops 0.05, 0.03, 0.01: seed 2 fails
+        fedgr_no_refine_regime=[0.80, 0.80, 0.79],  # gains 0, 0.01, 0.01: 0.0067 > spread 0.0058
+    )
+    made = {claim.id: claim for claim in noise_study_claims(result)}
+    assert not made["fedavg_regime_memorises"].holds and made["fedavg_regime_memorises"].kind == "headroom"
+    assert made["fedavg_regime_memorises"].value == pytest.approx(0.01)
+    assert made["fedgr_regime_beats_fedavg_regime_accuracy"].holds  # gains 0.06, 0.06, 0.04: mean 0.0533
+    assert made["fedgr_regime_beats_fedgr_no_refine_regime_accuracy"].holds
+    assert "noise_cost" in result["extras"] and result["extras"]["noise_cost"] == {}  # no clean runs here
+
+
+def test_regime_arms_add_the_setting_and_rates_to_their_bases_and_the_panel_draws(tmp_path):
+    from zoo._figures import card_figure
+
+    arms = {arm.name: arm for arm in regime_arms(["--model.init_args.local.epochs=10"], {"fedavg_regime": 0.02})}
+    assert set(arms) == set(REGIME_BASES)
+    assert arms["fedavg_regime"].overrides == ("--model.init_args.local.epochs=10", "--model.init_args.local.lr=0.02")
+    assert arms["fedgr_no_refine_regime"].overrides[0] == "--model.init_args.fedgr.refine=false"
+    assert arms["fedgr_regime"].base == "fedgr" and arms["fedgr_regime"].overrides == (
+        "--model.init_args.local.epochs=10",
+    )
+    result = _study(fedgr=[0.82, 0.83, 0.82], fedgr_clean=[0.87, 0.88, 0.87], fedavg=[0.7] * 3)
+    result["per_seed"]["reference_clean_fedavg"] = result["per_seed"]["fedgr_clean"]
+    with card_figure({**result, "name": "fedgr.fashion_mnist"}, tmp_path / "costs.png") as axes:
+        noise_cost_panel(axes[0], result)
+    assert (tmp_path / "costs.png").stat().st_size > 0
 
 
 # ------------------------------------------------------------------------------------- defaults stay published
@@ -155,14 +231,36 @@ def test_plan_skips_recorded_trials_and_the_workers_share_the_load():
     options = {"rounds": 80, "fraction": 0.1, "seed": 0, "test_curve": False}
     keys, jobs = tune_noise.plan(["fedavg", "fedgr"], options, {})
     assert len(jobs) == 8 and len(set(keys["fedavg"])) == 4
-    record = {"trials": {"fedavg": {keys["fedavg"][0]: {}}}}
+    record = {"trials": {"fedavg": {keys["fedavg"][0]: {"client_val_accuracy": 0.3, "seconds": 500.0}}}}
     _, left = tune_noise.plan(["fedavg", "fedgr"], options, record)
+    assert {job["estimate"] for job in left if job["arm"] == "fedavg"} == {500.0}  # the arm's own measured trial
     assert len(left) == 7 and ("fedavg", keys["fedavg"][0]) not in {(job["arm"], job["key"]) for job in left}
     shares = tune_noise.share(jobs, 2)
     loads = [sum(job["estimate"] for job in s) for s in shares]
     assert len(shares) == 2 and max(loads) - min(loads) <= max(job["estimate"] for job in jobs)
     base = {"fedavg": {json.dumps({"local.lr": 0.01, "rounds": 80}): {"seconds": 400.0}}}
     assert tune_noise.trial_seconds("fedavg", {"local_epochs": 10}, 40, False, base) == pytest.approx(400.0)
+
+
+def test_a_rate_beyond_the_edge_is_planned_once_the_grid_shows_the_best_there():
+    assert tune_noise.planned_rates({0.01: 0.39, 0.02: 0.37}) == list(tune_noise.LR_GRID)  # grid unfinished
+    edge = {0.01: 0.39, 0.02: 0.37, 0.05: 0.29, 0.1: 0.29}
+    assert tune_noise.planned_rates(edge) == [0.005, *tune_noise.LR_GRID]
+    assert tune_noise.planned_rates({**edge, 0.005: 0.38}) == [0.005, *tune_noise.LR_GRID]  # now interior: stop
+    assert tune_noise.planned_rates({0.01: 0.3, 0.02: 0.3, 0.05: 0.3, 0.1: 0.4}) == [*tune_noise.LR_GRID, 0.2]
+    assert tune_noise.planned_rates({0.0025: 0.4, 0.005: 0.3}, grid=()) == [0.0025, 0.005]  # at the limit
+    assert tune_noise.planned_rates({0.01: 0.3, 0.02: 0.3, 0.05: 0.3, 0.1: 0.3}) == [0.005, *tune_noise.LR_GRID]
+
+    options = {"rounds": 80, "fraction": 0.1, "seed": 0, "test_curve": False}
+    rows = {
+        tune_noise.trial_key({"local.lr": lr}, 80, 0.1, 0): {"client_val_accuracy": a, "seconds": 1.0}
+        for lr, a in edge.items()
+    }
+    other = {tune_noise.trial_key({"local.lr": 0.1}, 40, 0.1, 0): {"client_val_accuracy": 0.9}}  # other rounds
+    record = {"trials": {"fedavg": {**rows, **other}}}
+    assert tune_noise.finished(record, "fedavg", options) == {"{}": edge}
+    keys, jobs = tune_noise.plan(["fedavg"], options, record)
+    assert [job["trial"] for job in jobs] == [{"local.lr": 0.005}] and len(keys["fedavg"]) == 5
 
 
 def test_records_merge_every_trial_and_the_choice_is_the_best_validation_accuracy(tmp_path):

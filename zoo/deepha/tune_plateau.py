@@ -35,7 +35,8 @@ The two-step set has no Synth (52-step episodes, the longest), so its trials sho
 Plan for wiring the results into ``zoo eval deepha`` (once the record covers every arm; not done yet, because the
 published card must stay what its pieces make):
 
-1. Level set. If flat's validation success in ``tuning_plateau.json`` is >= 0.5 on each of PutNextLocal, UnlockLocal
+1. Level set, decided by flat alone first (its four trials cost ~1 core-hour, the five arms' 6-12):
+   ``--arms flat`` on each set. If flat's validation success is >= 0.5 on each of PutNextLocal, UnlockLocal
    and Synth, keep ``default``; else tune the ``two_step`` set (``--level-set two_step``) and, if flat reaches 0.5 on
    each of its multi-step levels (PutNextLocalS5N3, UnlockLocal, OpenTwoDoors), add a protocol Setting
    ``level_set`` (choices ``LEVEL_SETS``) with that default and ``data.init_args.level_set`` in its recipe keys;

@@ -7,7 +7,9 @@ Co-teaching 0.02, plus 0.1), each trained from the arm's recipe with seed 0 for 
 ``python -m zoo.fedgr.tune``: the final global model's accuracy on the clients' own held-out noisy labels (10% of
 each client, ``client_val_fraction``). The test set is never read unless ``--test-curve`` asks for the per-round
 test accuracy, which is recorded for monitoring and never chooses anything. Per arm the trial with the best final
-validation accuracy is chosen (ties: the smaller rate).
+validation accuracy is chosen (ties: the smaller rate). Where that trial sits at an edge of the rates tried, the next
+rate beyond it (x / 2 or x 2, within :data:`LR_LIMITS`) is added and run (:func:`planned_rates`; a second run of the
+command runs it), so no chosen rate sits at an edge.
 
 Arms: ``fedgr``, ``fedavg``, ``fedprox``, ``coteaching`` (forget rate = the true noise rate, oracle),
 ``coteaching_estimated`` (forget rate estimated by the client's own GMM sieve, ``baselines.coteach_forget_rate=
@@ -15,9 +17,10 @@ estimated``) and ``fedgr_no_noise_handling`` (FedGR's recipe, views, schedule an
 distillation off: plain cross-entropy on every observed label; :data:`zoo.fedgr.config.NO_NOISE_HANDLING`).
 
 The memorisation probe, ``--arms fedavg_memorisation --test-curve``, trains FedAvg's recipe over the same lr grid in
-each candidate setting of :data:`MEMORISATION_SETTINGS` (the protocol's ``--set`` keys: more local epochs, pair-flip
-noise). A setting is a memorisation regime when FedAvg at its validation-chosen rate there peaks and falls: the
-validation curve's best minus final >= 0.02 (noisy labels, no test data), which the test curve then confirms.
+each candidate setting of :data:`MEMORISATION_SETTINGS` (the protocol's ``--set`` keys: the paper's 10 local
+epochs; the spec's pair-flip setting B). A setting is a memorisation regime when FedAvg at its validation-chosen
+rate there peaks and falls: the validation curve's best minus final >= 0.02 (noisy labels, no test data), which the
+test curve then confirms.
 
 Records: every finished trial is merged at once into ``zoo/fedgr/tuning_noise.json`` (under a lock; two workers
 share it), so an interrupted run resumes where it stopped; the chosen rates are written at the end. The protocol does
@@ -36,29 +39,29 @@ card must stay what its pieces make):
    rate in its recipe, is refitted and re-pinned (new weights, new card); ``fedgr_no_noise_handling`` and
    ``coteaching_estimated`` get ``--model.init_args.local.lr=<chosen>`` in their overrides. ``TUNING`` records the
    shared grid for every arm (4 trials each, this file's numbers).
-2. Arms. ``coteaching_estimated`` joins ``baselines``; ``fedgr_no_noise_handling`` joins ``ablations``;
-   ``fedgr_no_noise_handling_clean`` joins them as the clean run of that recipe (all three in
-   :data:`zoo.fedgr.evaluate.NOISE_STUDY_ARMS`). ``coteaching`` stays, labelled an oracle.
+2. Arms. ``coteaching_estimated`` and ``fedgr_no_noise_handling`` join ``baselines`` (the latter is the recipe without
+   its mechanism, tuned like a baseline, so the card's strongest comparison can be it: ablations never are);
+   ``fedgr_no_noise_handling_clean`` joins ``references`` and ``ceilings`` as the clean run of that recipe (all three
+   in :data:`zoo.fedgr.evaluate.NOISE_STUDY_ARMS`); ``coteaching`` stays, labelled an oracle, and joins ``ceilings``.
 3. Metrics. ``noise_cost`` per arm and seed = clean minus noisy accuracy, for ``fedgr`` (``fedgr_clean``),
    ``fedavg`` (``reference_clean_fedavg``) and ``fedgr_no_noise_handling`` (its ``_clean`` arm):
-   :func:`zoo.fedgr.evaluate.noise_costs` over ``result["per_seed"]`` (mean, sample std, per seed), computed in
-   ``claims`` and written to the result's extras, and drawn as a fourth figure panel (bars with per-seed points).
-4. Claims, kind ``paper`` (a failing one is stated on the card with its measured numbers):
-   a. ``noise_cost``: FedGR's noise cost is at least 0.02 below FedAvg's and below ``fedgr_no_noise_handling``'s
-      (two claims, on the means over the same seeds);
-   b. ``fedgr_beats_fedgr_no_noise_handling``: FedGR's accuracy under noise exceeds the arm's by more than the seed
-      spread (margin = the larger of the two arms' accuracy std);
-   c. ``memorisation``: in the regime the probe found (or the published setting, if FedAvg already falls there),
-      ``fedavg_memorises`` holds (best minus final >= 0.02 per seed) and FedGR is at least 0.05 above FedAvg; measured
-      with ``zoo eval fedgr --set <regime>`` and published beside the default setting's pieces.
-   Refining: ``fedgr_no_refine`` is also measured in that regime; if removing it costs less than the seed spread in
-   every stated setting, the card says that refining does nothing here.
+   :func:`zoo.fedgr.evaluate.noise_study_claims` writes :func:`~zoo.fedgr.evaluate.noise_costs` (mean, sample std,
+   per seed) to the result's ``extras["noise_cost"]``; :func:`~zoo.fedgr.evaluate.noise_cost_panel` draws it as a
+   fourth figure panel (``panels=4``).
+4. Claims: ``claims`` appends :func:`~zoo.fedgr.evaluate.noise_study_claims` (kind ``paper``; a failing one is
+   stated on the card with its measured numbers): FedGR's noise cost at least 0.02 below FedAvg's and below
+   ``fedgr_no_noise_handling``'s (paired over seeds, beyond the spread); FedGR beats ``fedgr_no_noise_handling``
+   and ``coteaching_estimated`` by more than the seed spread; in the memorisation regime the probe found, the
+   arms of :func:`~zoo.fedgr.evaluate.regime_arms` (``fedgr_regime`` in ``method_variants``; FedAvg at the rate the
+   probe chose there): ``fedavg_regime_memorises`` (headroom, every seed), ``fedgr_regime`` >= ``fedavg_regime`` +
+   0.05, and removing refining there costs more than the spread (else the card says refining does nothing here).
 5. Headline. The card's results begin with FedGR against the strongest of ``fedavg``, ``fedprox``,
    ``coteaching_estimated`` and ``fedgr_no_noise_handling`` (the highest mean accuracy under noise), in plain words,
    with a ``beats`` claim against that arm; the oracle ``coteaching`` and the clean-label arms are shown as ceilings.
 6. Cost. Three new arms x 3 seeds x 80 rounds (~1.6 core-hours), the refits of any baseline whose rate changed
-   (with ``reference_clean_fedavg`` if FedAvg's did), plus the regime's arms (fedgr, fedavg, fedgr_no_refine, and
-   their clean runs if the noise cost is claimed there) x 3 seeds.
+   (with ``reference_clean_fedavg`` if FedAvg's did), plus the regime's arms x 3 seeds. The published pieces of the
+   arms whose recipe and training code are unchanged stay valid (``zoo eval fedgr --arms <the new and changed arms>
+   --verify --card`` keeps them); one of them is re-measured first to confirm it reproduces its piece.
 
 Caveats: FedGR's loss weights stay at their recipe's values (distill_weight 0.3, reg_weight 0.1) across the lr grid;
 600 noisy validation labels give a ~2-point standard error, so a chosen rate is the rule's outcome, not evidence that
@@ -87,6 +90,8 @@ DRY_RUN_FILE = Path("runs/fedgr-tune-noise-dry.json")
 BASE_TUNING_FILE = Path(__file__).with_name("tuning.json")
 #: One grid for every arm: the union of the arms' published rates (0.01, 0.02, 0.05) and 0.1.
 LR_GRID = (0.01, 0.02, 0.05, 0.1)
+#: Where :func:`planned_rates` stops extending the grid past an edge.
+LR_LIMITS = (0.0025, 0.2)
 _STUDY = {arm.name: arm for arm in NOISE_STUDY_ARMS}
 #: Arm -> (registry entry whose recipe it trains, LightningCLI overrides on top): the published arms as they are,
 #: the new ones as the evaluation will define them.
@@ -99,8 +104,13 @@ ARMS: dict[str, tuple[str, tuple[str, ...]]] = {
     "fedgr_no_noise_handling": ("fedgr", tuple(_STUDY["fedgr_no_noise_handling"].overrides)),
 }
 PROBE = "fedavg_memorisation"
-#: Candidate memorisation regimes of the probe (keys of the protocol's settings, as ``zoo eval fedgr --set``).
-MEMORISATION_SETTINGS: tuple[dict, ...] = ({"local_epochs": 10}, {"noise": "pair"})
+#: Candidate memorisation regimes of the probe (keys of the protocol's settings, as ``zoo eval fedgr --set``): the
+#: paper's own 10 local epochs, and the spec's setting B (pair flips at client rates U[0.2, 0.4]; at the default
+#: U[0.4, 0.7] a flipped class's majority label would be wrong on most clients, which no method can learn past).
+MEMORISATION_SETTINGS: tuple[dict, ...] = (
+    {"local_epochs": 10},
+    {"noise": "pair", "noise_low": 0.2, "noise_high": 0.4},
+)
 #: Seconds of one 80-round, 5-local-epoch trial on one thread when ``tuning.json`` has no such row for the method.
 FALLBACK_SECONDS = {"fedgr": 660.0, "fedavg": 350.0, "fedprox": 395.0, "coteaching": 630.0}
 TEST_CURVE_SECONDS_PER_ROUND = 1.5  # scoring 10,000 test images on one thread after every round
@@ -121,13 +131,52 @@ def trial_key(trial: Mapping, rounds: int, fraction: float, seed: int) -> str:
     return json.dumps({**trial, "rounds": rounds, "fraction": fraction, "seed": seed}, sort_keys=True)
 
 
-def trials(arm: str, grid: Sequence[float] = LR_GRID, settings: Sequence[Mapping] = MEMORISATION_SETTINGS) -> list:
-    """The trials of an arm: one per rate of ``grid``; the probe's, one per rate and candidate setting."""
-    if arm == PROBE:
-        return [{**setting, "local.lr": lr} for setting in settings for lr in grid]
-    if arm not in ARMS:
+def trials(arm: str, done: Mapping[str, Mapping[float, float]] | None = None) -> list:
+    """The trials of an arm: one per rate of :func:`planned_rates`; the probe's, per candidate setting.
+
+    Args:
+        arm: An arm of :data:`ARMS` or :data:`PROBE`.
+        done: Per setting (``json.dumps(setting, sort_keys=True)``, ``"{}"`` for the arms) the finished trials'
+            validation accuracy by learning rate, which decides whether a rate beyond an edge is added.
+    """
+    if arm != PROBE and arm not in ARMS:
         raise ValueError(f"unknown arm {arm!r}; choose from {[*ARMS, PROBE]}")
-    return [{"local.lr": lr} for lr in grid]
+    out = []
+    for setting in MEMORISATION_SETTINGS if arm == PROBE else ({},):
+        rows = (done or {}).get(json.dumps(setting, sort_keys=True), {})
+        out += [{**setting, "local.lr": lr} for lr in planned_rates(rows)]
+    return out
+
+
+def planned_rates(rows: Mapping[float, float], grid: Sequence[float] = LR_GRID, limits=LR_LIMITS) -> list[float]:
+    """The grid, plus the rate beyond an edge (x / 2 or x 2, within ``limits``) where the best finished trial sits.
+
+    Args:
+        rows: Validation accuracy by learning rate of the finished trials (ties: the smaller rate wins).
+        grid: The shared grid.
+        limits: No rate below ``limits[0]`` or above ``limits[1]`` is added.
+    """
+    rates = sorted({*grid, *rows})
+    if not set(rates) <= set(rows):  # the grid first: an edge is only known once every rate ran
+        return rates
+    best = max(rates, key=lambda rate: (rows[rate], -rate))
+    if best == rates[0] and rates[0] / 2 >= limits[0]:
+        rates.insert(0, rates[0] / 2)
+    elif best == rates[-1] and rates[-1] * 2 <= limits[1]:
+        rates.append(rates[-1] * 2)
+    return rates
+
+
+def finished(record: Mapping, arm: str, options: Mapping) -> dict[str, dict[float, float]]:
+    """An arm's finished trials at ``options``' rounds, fraction and seed: per setting, accuracy by rate."""
+    out: dict[str, dict[float, float]] = {}
+    for key, row in record.get("trials", {}).get(arm, {}).items():
+        trial = json.loads(key)
+        if any(trial.pop(name) != options[name] for name in ("rounds", "fraction", "seed")):
+            continue
+        rate = trial.pop("local.lr")
+        out.setdefault(json.dumps(trial, sort_keys=True), {})[rate] = row["client_val_accuracy"]
+    return out
 
 
 def entry_of(arm: str) -> str:
@@ -271,15 +320,19 @@ def summarise(record: Mapping, keys: Mapping[str, Sequence[str]]) -> dict:
 # ----------------------------------------------------------------------------------------------- the budget
 
 
-def trial_seconds(arm: str, trial: Mapping, rounds: int, test_curve: bool, base: Mapping | None = None) -> float:
-    """Estimated single-thread seconds of one trial, from the 80-round rows of ``tuning.json`` of its method.
+def trial_seconds(
+    arm: str, trial: Mapping, rounds: int, test_curve: bool, base: Mapping | None = None, record: Mapping | None = None
+) -> float:
+    """Estimated single-thread seconds of one trial: the arm's own finished 80-round trials in ``record`` (this
+    study's), else the 80-round rows of ``tuning.json`` of its method.
 
     Local training dominates, so the time scales with rounds x local epochs (5 in the recipes); the derived arms
     take their method's time (``fedgr_no_noise_handling`` skips the teacher and the uploads: an upper bound).
     """
     method = {"coteaching_estimated": "coteaching", "fedgr_no_noise_handling": "fedgr", PROBE: "fedavg"}.get(arm, arm)
-    base = read_record(BASE_TUNING_FILE) if base is None else base
-    rows = [row for key, row in base.get(method, {}).items() if json.loads(key).get("rounds") == 80]
+    own = [] if arm == PROBE else list((record or {}).get("trials", {}).get(arm, {}).items())
+    base = read_record(BASE_TUNING_FILE) if base is None and not own else (base or {})
+    rows = [row for key, row in own or base.get(method, {}).items() if json.loads(key).get("rounds") == 80]
     per_80 = sum(row["seconds"] for row in rows) / len(rows) if rows else FALLBACK_SECONDS[method]
     seconds = per_80 * rounds / 80 * trial.get("local_epochs", 5) / 5
     return seconds + (TEST_CURVE_SECONDS_PER_ROUND * rounds if test_curve or arm == PROBE else 0.0)
@@ -304,11 +357,11 @@ def plan(arms: Sequence[str], options: Mapping, record: Mapping) -> tuple[dict[s
     keys, jobs = {}, []
     for arm in arms:
         keys[arm] = []
-        for trial in trials(arm):
+        for trial in trials(arm, finished(record, arm, options)):
             key = trial_key(trial, options["rounds"], options["fraction"], options["seed"])
             keys[arm].append(key)
             if key not in record.get("trials", {}).get(arm, {}):
-                estimate = trial_seconds(arm, trial, options["rounds"], options["test_curve"])
+                estimate = trial_seconds(arm, trial, options["rounds"], options["test_curve"], record=record)
                 jobs.append({"arm": arm, "trial": trial, "key": key, "estimate": estimate})
     return keys, jobs
 
@@ -351,8 +404,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if args.worker:
         work(json.loads(args.worker), options, path)
         return {}
-    keys, jobs = plan(args.arms, options, read_record(path))
-    total = sum(trial_seconds(a, json.loads(k), options["rounds"], args.test_curve) for a in keys for k in keys[a])
+    record = read_record(path)
+    keys, jobs = plan(args.arms, options, record)
+    total = sum(
+        trial_seconds(a, json.loads(k), options["rounds"], args.test_curve, record=record)
+        for a in keys
+        for k in keys[a]
+    )
     left = sum(job["estimate"] for job in jobs)
     shares = share(jobs, args.workers)
     wall = max((sum(job["estimate"] for job in s) for s in shares), default=0.0)
