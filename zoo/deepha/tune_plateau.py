@@ -74,6 +74,7 @@ import lightning.pytorch as pl
 
 from zoo.common.records import file_lock, read_record, write_record
 from zoo.deepha.evaluate import ARM_SWITCH, RECIPES, TRAINED, recipe_of, tuned_overrides
+from zoo.eval.grid import extend_past_edge
 
 TUNE_SEED = 100  # the seed of zoo.deepha.tune (no evaluation seed uses it)
 EPISODES = 50  # validation episodes per training level per check (as tune.py)
@@ -143,18 +144,8 @@ def planned_rates(trials: list[dict], grid=LR_GRID, limits=LR_LIMITS) -> list[fl
         grid: The base grid.
         limits: No rate below ``limits[0]`` or above ``limits[1]`` is added.
     """
-    rates = sorted({*grid, *(t["lr"] for t in trials)})
-    done = {t["lr"] for t in trials}
-    if not set(rates) <= done:  # the grid first: an edge is only known once every rate ran
-        return rates
     best = choose(trials)
-    if best is None:
-        return rates
-    if best["lr"] == rates[0] and rates[0] / 2 >= limits[0]:
-        rates.insert(0, rates[0] / 2)
-    elif best["lr"] == rates[-1] and rates[-1] * 2 <= limits[1]:
-        rates.append(rates[-1] * 2)
-    return rates
+    return extend_past_edge(grid, [t["lr"] for t in trials], None if best is None else best["lr"], limits)
 
 
 def choose(trials: list[dict]) -> dict | None:

@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -83,6 +84,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from zoo.common.records import file_lock, read_record, write_record
+from zoo.eval.grid import extend_past_edge
 from zoo.fedgr.evaluate import NOISE_STUDY_ARMS
 
 TRIALS_FILE = Path(__file__).with_name("tuning_noise.json")
@@ -156,15 +158,8 @@ def planned_rates(rows: Mapping[float, float], grid: Sequence[float] = LR_GRID, 
         grid: The shared grid.
         limits: No rate below ``limits[0]`` or above ``limits[1]`` is added.
     """
-    rates = sorted({*grid, *rows})
-    if not set(rates) <= set(rows):  # the grid first: an edge is only known once every rate ran
-        return rates
-    best = max(rates, key=lambda rate: (rows[rate], -rate))
-    if best == rates[0] and rates[0] / 2 >= limits[0]:
-        rates.insert(0, rates[0] / 2)
-    elif best == rates[-1] and rates[-1] * 2 <= limits[1]:
-        rates.append(rates[-1] * 2)
-    return rates
+    best = max(rows, key=lambda rate: (rows[rate], -rate)) if rows else None
+    return extend_past_edge(grid, rows, best, limits)
 
 
 def finished(record: Mapping, arm: str, options: Mapping) -> dict[str, dict[float, float]]:
@@ -320,6 +315,12 @@ def summarise(record: Mapping, keys: Mapping[str, Sequence[str]]) -> dict:
 # ----------------------------------------------------------------------------------------------- the budget
 
 
+@functools.cache
+def base_tuning() -> dict:
+    """``tuning.json``'s record (read once: the estimate of every trial reads its timings)."""
+    return read_record(BASE_TUNING_FILE)
+
+
 def trial_seconds(
     arm: str, trial: Mapping, rounds: int, test_curve: bool, base: Mapping | None = None, record: Mapping | None = None
 ) -> float:
@@ -331,7 +332,7 @@ def trial_seconds(
     """
     method = {"coteaching_estimated": "coteaching", "fedgr_no_noise_handling": "fedgr", PROBE: "fedavg"}.get(arm, arm)
     own = [] if arm == PROBE else list((record or {}).get("trials", {}).get(arm, {}).items())
-    base = read_record(BASE_TUNING_FILE) if base is None and not own else (base or {})
+    base = base_tuning() if base is None and not own else (base or {})
     rows = [row for key, row in own or base.get(method, {}).items() if json.loads(key).get("rounds") == 80]
     per_80 = sum(row["seconds"] for row in rows) / len(rows) if rows else FALLBACK_SECONDS[method]
     seconds = per_80 * rounds / 80 * trial.get("local_epochs", 5) / 5
