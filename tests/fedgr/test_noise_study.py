@@ -12,18 +12,27 @@ import torch
 import torch.nn.functional as F
 
 from zoo.eval.result import summarise
-from zoo.fedgr import tune_noise
+from zoo.fedgr import evaluate_noise, tune_noise
 from zoo.fedgr.client import CoTeachingTrainer, FedGRTrainer, sieve_losses
 from zoo.fedgr.config import NO_NOISE_HANDLING, BaselineConfig, FedGRConfig, LocalConfig, RunConfig
-from zoo.fedgr.evaluate import (
+from zoo.fedgr.evaluate import PROTOCOL, setting_args
+from zoo.fedgr.evaluate_noise import (
+    MEMORISATION_SETTINGS,
     NOISE_STUDY_ARMS,
-    PROTOCOL,
+    PROBE,
     REGIME_BASES,
+    at_rate,
+    best_rate,
+    chosen_rate,
+    memorisation_regime,
     noise_cost,
     noise_cost_panel,
     noise_costs,
     noise_study_claims,
+    probe_drops,
     regime_arms,
+    study_trials,
+    study_tuning,
 )
 from zoo.fedgr.federation import ClientData
 from zoo.fedgr.server import FedAvgServer, FedGRServer
@@ -132,12 +141,78 @@ def test_regime_arms_add_the_setting_and_rates_to_their_bases_and_the_panel_draw
 # ------------------------------------------------------------------------------------- defaults stay published
 
 
-def test_new_options_default_to_the_published_behaviour_and_the_protocol_is_untouched():
+def test_new_options_default_to_the_published_behaviour():
     assert BaselineConfig().coteach_forget_rate == "oracle"
     with pytest.raises(ValueError, match="coteach_forget_rate"):
         BaselineConfig(coteach_forget_rate="guess")
     assert all(getattr(FedGRConfig(), switch) for switch in NO_NOISE_HANDLING)  # every switch on by default
-    assert not {arm.name for arm in NOISE_STUDY_ARMS} & set(PROTOCOL.arms)  # not wired in yet
+
+
+def test_the_study_is_not_wired_into_the_protocol_yet():
+    assert not {arm.name for arm in NOISE_STUDY_ARMS} & set(PROTOCOL.arms)  # the card stays what its pieces make
+
+
+class _Run:
+    settings = {"noise": "symmetric"}
+
+
+def test_at_rate_appends_the_rate_to_fixed_and_computed_overrides():
+    fixed, computed = NOISE_STUDY_ARMS[0], NOISE_STUDY_ARMS[1]
+    assert at_rate(fixed, 0.03).fit_overrides(_Run()) == [*fixed.overrides, "--model.init_args.local.lr=0.03"]
+    assert at_rate(computed, 0.03).fit_overrides(_Run())[-2:] == [
+        "--data.init_args.noise=none",
+        "--model.init_args.local.lr=0.03",
+    ]
+
+
+def _record(rows, arm="fedavg", setting=None, rounds=80):
+    """A study record with one trial per ``rate: (accuracy, validation drop)``."""
+    trials = {}
+    for rate, (accuracy, drop) in rows.items():
+        key = json.dumps({**(setting or {}), "local.lr": rate, "rounds": rounds, "fraction": 0.1, "seed": 0})
+        trials[key] = {"client_val_accuracy": accuracy, "val_drop_best_to_final": drop, "seconds": 1.0}
+    return {"trials": {arm: trials}}
+
+
+def test_the_study_record_gives_each_arm_its_choice_and_tuning_note():
+    record = _record({0.01: (0.38, 0.0), 0.02: (0.40, 0.01), 0.05: (0.40, 0.05)})
+    other_rounds = _record({0.1: (0.9, 0.0)}, rounds=2)["trials"]["fedavg"]
+    record["trials"]["fedavg"].update(other_rounds)  # another study's trial: not counted
+    assert set(study_trials(record, "fedavg")["{}"]) == {0.01, 0.02, 0.05}
+    assert best_rate({0.01: 0.38, 0.02: 0.40, 0.05: 0.40}) == 0.02  # ties: the smaller rate
+    assert chosen_rate("fedavg", record) == 0.02
+    tuning = study_tuning("fedavg", "mu 0.01", record=record, mu=[0.01, 0.1])
+    assert tuning.split == "validation" and tuning.grid == {"lr": [0.01, 0.02, 0.05], "mu": [0.01, 0.1]}
+    assert tuning.trials == 4 and "0.02 -> 0.400 (chosen)" in tuning.note and tuning.note.endswith("; mu 0.01")
+    with pytest.raises(ValueError, match="no trial of 'fedprox'.*tune_noise"):
+        chosen_rate("fedprox", record)
+    with pytest.raises(ValueError, match="no trial of 'fedavg'"):
+        study_tuning("fedavg", setting={"local_epochs": 10}, record=record)
+
+
+def test_the_regime_is_the_first_candidate_where_tuned_fedavg_falls():
+    epochs, pair = MEMORISATION_SETTINGS
+    record = _record({0.01: (0.40, 0.01), 0.02: (0.39, 0.08)}, PROBE, epochs)  # the chosen rate barely falls
+    pair_rows = _record({0.01: (0.30, 0.03), 0.02: (0.28, 0.0)}, PROBE, pair)["trials"][PROBE]
+    record["trials"][PROBE].update(pair_rows)
+    assert probe_drops(record) == {json.dumps(epochs): (0.01, 0.01), json.dumps(pair, sort_keys=True): (0.01, 0.03)}
+    assert memorisation_regime(record) == (pair, 0.01, 0.03)
+    assert memorisation_regime(_record({0.01: (0.40, 0.01)}, PROBE, epochs)) is None
+    assert setting_args(pair) == [
+        "--data.init_args.noise=pair",
+        "--data.init_args.noise_low=0.2",
+        "--data.init_args.noise_high=0.4",
+    ]
+
+
+def test_without_a_regime_a_failing_headroom_claim_states_the_largest_drop(tmp_path, monkeypatch):
+    path = tmp_path / "tuning_noise.json"
+    path.write_text(json.dumps(_record({0.01: (0.40, 0.012)}, PROBE, MEMORISATION_SETTINGS[0])))
+    monkeypatch.setattr(evaluate_noise, "STUDY_FILE", path)
+    made = {claim.id: claim for claim in noise_study_claims(_study(fedgr=[0.82] * 3), regime_found=False)}
+    claim = made["memorisation_regime_found"]
+    assert not claim.holds and claim.kind == "headroom" and claim.value == pytest.approx(0.012)
+    assert "fedavg_regime_memorises" not in made
 
 
 # ------------------------------------------------------------------------------------------ Co-teaching rates
@@ -213,7 +288,7 @@ def test_the_study_arms_are_the_switches_of_the_config():
 
 
 def test_every_arm_gets_the_same_grid_and_it_holds_every_published_rate():
-    assert set(tune_noise.published_rates().values()) <= set(tune_noise.LR_GRID)
+    assert {0.01, 0.02, 0.05} <= set(tune_noise.LR_GRID)  # every rate the recipes had before the study
     assert len(tune_noise.LR_GRID) >= 4
     for arm in tune_noise.ARMS:
         assert [t["local.lr"] for t in tune_noise.trials(arm)] == list(tune_noise.LR_GRID)

@@ -10,15 +10,14 @@ label; undefined without noise) and ``noise_rate_mae`` (mean |estimated - true| 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 
 import numpy as np
 import torch
 
 from zoo.eval import Arm, Claim, Protocol, Setting, Step, Tuning, beats
-from zoo.eval.result import summarise
-from zoo.fedgr.config import NO_NOISE_HANDLING
+from zoo.fedgr.evaluate_noise import clean_overrides
 
 _SWITCHES = {"sieve": "fedgr_no_sieve", "refine": "fedgr_no_refine", "distill": "fedgr_no_distill"}
 _SWITCHES["regularise"] = "fedgr_no_regulariser"
@@ -26,166 +25,6 @@ ABLATIONS = tuple(
     Arm(arm, base="fedgr", overrides=(f"--model.init_args.fedgr.{switch}=false",), help=f"FedGR without {switch}")
     for switch, arm in _SWITCHES.items()
 )
-
-
-def _clean(run) -> list[str]:
-    """Clean labels (nothing to add when ``--set noise=none`` already says so: the same fit then serves both)."""
-    return [] if run.settings["noise"] == "none" else ["--data.init_args.noise=none"]
-
-
-# The arms of the noise-handling study (``python -m zoo.fedgr.tune_noise``; its docstring has the plan). They are not
-# in PROTOCOL yet: the published card stays what its pieces make until their tuning is done and they are measured.
-_NO_NOISE_HANDLING = tuple(
-    f"--model.init_args.fedgr.{switch}={str(on).lower()}" for switch, on in NO_NOISE_HANDLING.items()
-)
-NOISE_STUDY_ARMS = (
-    Arm(
-        "fedgr_no_noise_handling",
-        base="fedgr",
-        overrides=_NO_NOISE_HANDLING,
-        help="FedGR's recipe without sieve, refining and distillation",
-    ),
-    Arm(
-        "fedgr_no_noise_handling_clean",
-        base="fedgr",
-        overrides=lambda run: [*_NO_NOISE_HANDLING, *_clean(run)],
-        help="fedgr_no_noise_handling without label noise",
-    ),
-    Arm(
-        "coteaching_estimated",
-        base="coteaching",
-        overrides=("--model.init_args.baselines.coteach_forget_rate=estimated",),
-        help="Co-teaching forgetting the client's estimated noise rate",
-    ),
-)
-#: The arms FedGR must beat under noise by more than the seed spread (issue 60).
-NOISE_STUDY_RIVALS = ("fedgr_no_noise_handling", "coteaching_estimated")
-#: Each arm whose noise cost is reported, and the arm that trains the same recipe on the true labels.
-NOISE_COST_PAIRS = {
-    "fedgr": "fedgr_clean",
-    "fedavg": "reference_clean_fedavg",
-    "fedgr_no_noise_handling": "fedgr_no_noise_handling_clean",
-}
-
-
-def noise_cost(
-    noisy: Mapping[str, Mapping[str, float]], clean: Mapping[str, Mapping[str, float]], metric: str = "accuracy"
-) -> dict[str, float]:
-    """What label noise costs one arm, per seed: the clean-label run's ``metric`` minus the noisy run's.
-
-    Args:
-        noisy: Per seed (the result's ``per_seed[arm]``), the arm's scores under noise.
-        clean: Per seed, the scores of the same recipe on the true labels.
-        metric: The score compared (higher is better).
-
-    Returns:
-        ``{seed: clean - noisy}`` over the seeds both runs have, in the order of ``noisy``.
-
-    Raises:
-        ValueError: If the two share no seed (a cost needs both runs of the same seed).
-    """
-    seeds = [seed for seed in noisy if seed in clean]
-    if not seeds:
-        raise ValueError(f"no seed has both a noisy and a clean run (noisy: {list(noisy)}, clean: {list(clean)})")
-    return {seed: float(clean[seed][metric]) - float(noisy[seed][metric]) for seed in seeds}
-
-
-def noise_costs(
-    per_seed: Mapping[str, Mapping[str, Mapping[str, float]]],
-    pairs: Mapping[str, str] = NOISE_COST_PAIRS,
-    metric: str = "accuracy",
-) -> dict[str, dict[str, float]]:
-    """``noise_cost`` of every arm of ``pairs`` whose noisy and clean runs are both in ``per_seed``.
-
-    Args:
-        per_seed: The result's ``per_seed``: arm -> seed -> scores.
-        pairs: Noisy arm -> the arm of the same recipe on clean labels.
-        metric: The score compared.
-
-    Returns:
-        ``{arm: {"noise_cost": mean, "noise_cost_std": sample std (0 for one seed), "seed <s>": cost, ...}}``.
-    """
-    out = {}
-    for arm, clean_arm in pairs.items():
-        if arm not in per_seed or clean_arm not in per_seed:
-            continue
-        costs = noise_cost(per_seed[arm], per_seed[clean_arm], metric)
-        values = np.array(list(costs.values()))
-        std = float(values.std(ddof=1)) if len(values) > 1 else 0.0
-        out[arm] = {"noise_cost": float(values.mean()), "noise_cost_std": std}
-        out[arm].update({f"seed {seed}": cost for seed, cost in costs.items()})
-    return out
-
-
-#: The memorisation regime's arms (issue 60's claim c): FedGR, FedAvg and FedGR without refining trained in the
-#: setting where FedAvg at its validation-chosen rate peaks and falls (``python -m zoo.fedgr.tune_noise --arms
-#: fedavg_memorisation`` finds it); built by :func:`regime_arms`.
-REGIME_BASES = {
-    "fedgr_regime": ("fedgr", ()),
-    "fedavg_regime": ("fedavg", ()),
-    "fedgr_no_refine_regime": ("fedgr", ("--model.init_args.fedgr.refine=false",)),
-}
-
-
-def regime_arms(recipe_args: Sequence[str], lrs: Mapping[str, float] | None = None) -> tuple[Arm, ...]:
-    """The arms of :data:`REGIME_BASES` in a memorisation regime.
-
-    Args:
-        recipe_args: LightningCLI arguments that make the regime, e.g. ``["--model.init_args.local.epochs=10"]``.
-        lrs: Arm -> the learning rate it trains at there (FedAvg's as the probe chose it in the regime); arms not
-            listed keep their recipe's rate.
-    """
-    arms = []
-    for name, (base, own) in REGIME_BASES.items():
-        rate = (f"--model.init_args.local.lr={(lrs or {})[name]}",) if name in (lrs or {}) else ()
-        what = base if name != "fedgr_no_refine_regime" else "FedGR without refining"
-        arms.append(Arm(name, base=base, overrides=(*own, *recipe_args, *rate), help=f"{what} in the regime"))
-    return tuple(arms)
-
-
-def noise_study_claims(result: dict) -> list[Claim]:
-    """Issue 60's claims, for the arms of the study that ``result`` has (kind ``paper`` unless stated).
-
-    * FedGR's noise cost (clean minus noisy accuracy, :func:`noise_costs`, also written to
-      ``result["extras"]["noise_cost"]``) is at least 0.02 below FedAvg's and below ``fedgr_no_noise_handling``'s,
-      and the paired gap exceeds its seed spread;
-    * FedGR beats ``fedgr_no_noise_handling`` and ``coteaching_estimated`` under noise by more than the seed spread;
-    * in the memorisation regime (:func:`regime_arms`): FedAvg falls from its best round by >= 0.02 on every seed
-      (kind ``headroom``), FedGR beats FedAvg there by >= 0.05, and removing refining costs more than the spread.
-
-    Args:
-        result: The eval result (its ``per_seed`` and ``extras`` are read; ``extras`` gains ``noise_cost``).
-    """
-    per_seed = result["per_seed"]
-    result.setdefault("extras", {})["noise_cost"] = noise_costs(per_seed)
-    costs = _noise_cost_result(result)
-    others = [other for other in ("fedavg", "fedgr_no_noise_handling") if {"fedgr", other} <= set(costs["arms"])]
-    out = [beats(costs, "noise_cost", "fedgr", other, 0.02, higher_is_better=False) for other in others]
-    out += [beats(result, "accuracy", "fedgr", other, 0.0) for other in NOISE_STUDY_RIVALS if other in per_seed]
-    if "fedavg_regime" in per_seed:
-        runs = per_seed["fedavg_regime"]
-        drops = {f"seed {seed}": s["accuracy_best"] - s["accuracy_final"] for seed, s in runs.items()}
-        text = "in the memorisation regime FedAvg's final accuracy is >= 0.02 below its best round's"
-        out.append(Claim.gate("fedavg_regime_memorises", text, drops, 0.02, arm="fedavg_regime"))
-        out.append(beats(result, "accuracy", "fedgr_regime", "fedavg_regime", 0.05))
-        out.append(beats(result, "accuracy", "fedgr_regime", "fedgr_no_refine_regime", 0.0))
-    return out
-
-
-def _noise_cost_result(result: dict) -> dict:
-    """``result`` with ``noise_cost`` as the metric of each arm of :data:`NOISE_COST_PAIRS` that has both runs."""
-    per_seed = result["per_seed"]
-    paired = {arm: clean for arm, clean in NOISE_COST_PAIRS.items() if arm in per_seed and clean in per_seed}
-    costs = {arm: noise_cost(per_seed[arm], per_seed[clean]) for arm, clean in paired.items()}
-    runs = {arm: {seed: {"noise_cost": value} for seed, value in cost.items()} for arm, cost in costs.items()}
-    return {**result, "per_seed": runs, "arms": {arm: summarise(seeds) for arm, seeds in runs.items()}}
-
-
-def noise_cost_panel(ax, result: dict) -> None:
-    """Bars of each arm's noise cost (clean minus noisy accuracy): mean, seed std, one dot per seed."""
-    from zoo._figures import bar_panel
-
-    bar_panel(ax, _noise_cost_result(result), "noise_cost", ylabel="noise cost (clean - noisy accuracy)")
 
 
 # The validation winner was adopted for every arm although each gap (0.3-1.8 points) is within the ~2-point standard
@@ -338,41 +177,50 @@ def plot(result: dict, axes) -> None:
     axes[2].axhline(0.85, color="black", lw=0.8, ls="--")
 
 
+SETTINGS = {
+    "noise": Setting(
+        "symmetric",
+        "label noise of the clients: symmetric (random other class), pair (class flips), mixed (per client one "
+        "of the two), none",
+        choices=("symmetric", "pair", "mixed", "none"),
+        recipe_keys=("data.init_args.noise",),
+    ),
+    "noise_low": Setting(
+        0.4, "lower end of the per-client noise rate U[low, high]", None, ("data.init_args.noise_low",), 0
+    ),
+    "noise_high": Setting(0.7, "upper end of the per-client noise rate", None, ("data.init_args.noise_high",), 0),
+    "partition": Setting(
+        "iid",
+        "client partition: iid or dirichlet (per-class Dir(0.3) shares)",
+        ("iid", "dirichlet"),
+        ("data.init_args.partition",),
+    ),
+    "rounds": Setting(
+        80, "communication rounds (FedGR's sniffing 1-10, warm-up 11-15)", None, ("trainer.max_epochs",), 1
+    ),
+    "local_epochs": Setting(5, "local epochs per client round (every arm)", None, ("model.init_args.local.epochs",), 1),
+    "test_limit": Setting(10000, "test images scored (the first N of the 10,000)", minimum=1),
+}
+
+
+def setting_args(setting: Mapping[str, object]) -> list[str]:
+    """LightningCLI arguments that put a fit in ``setting`` (protocol setting keys -> their recipe keys)."""
+    return [f"--{key}={value}" for name, value in setting.items() for key in SETTINGS[name].recipe_keys]
+
+
 PROTOCOL = Protocol(
     method="fedgr",
     baselines=("fedavg", "fedprox", "coteaching"),
-    ablations=(*ABLATIONS, Arm("fedgr_clean", base="fedgr", overrides=_clean, help="FedGR without label noise")),
+    ablations=(
+        *ABLATIONS,
+        Arm("fedgr_clean", base="fedgr", overrides=clean_overrides, help="FedGR without label noise"),
+    ),
     references=(
-        Arm("reference_clean_fedavg", base="fedavg", overrides=_clean, help="FedAvg on the true labels"),
+        Arm("reference_clean_fedavg", base="fedavg", overrides=clean_overrides, help="FedAvg on the true labels"),
         Arm("reference_untrained", measure=untrained_accuracy),
         Arm("reference_prior", measure=prior_accuracy),
     ),
-    settings={
-        "noise": Setting(
-            "symmetric",
-            "label noise of the clients: symmetric (random other class), pair (class flips), mixed (per client one "
-            "of the two), none",
-            choices=("symmetric", "pair", "mixed", "none"),
-            recipe_keys=("data.init_args.noise",),
-        ),
-        "noise_low": Setting(
-            0.4, "lower end of the per-client noise rate U[low, high]", None, ("data.init_args.noise_low",), 0
-        ),
-        "noise_high": Setting(0.7, "upper end of the per-client noise rate", None, ("data.init_args.noise_high",), 0),
-        "partition": Setting(
-            "iid",
-            "client partition: iid or dirichlet (per-class Dir(0.3) shares)",
-            ("iid", "dirichlet"),
-            ("data.init_args.partition",),
-        ),
-        "rounds": Setting(
-            80, "communication rounds (FedGR's sniffing 1-10, warm-up 11-15)", None, ("trainer.max_epochs",), 1
-        ),
-        "local_epochs": Setting(
-            5, "local epochs per client round (every arm)", None, ("model.init_args.local.epochs",), 1
-        ),
-        "test_limit": Setting(10000, "test images scored (the first N of the 10,000)", minimum=1),
-    },
+    settings=SETTINGS,
     tuning=TUNING,
     score=score,
     claims=claims,

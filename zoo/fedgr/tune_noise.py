@@ -32,36 +32,19 @@ worker); the command prints its estimated core-hours (from the 80-round fit time
     python -m zoo.fedgr.tune_noise --estimate                           # print the estimate, run nothing
     python -m zoo.fedgr.tune_noise --dry-run                            # toy-size check of the script (seconds)
 
-Plan for wiring the study into ``zoo.fedgr.evaluate.PROTOCOL`` once the tuning is done (not done yet: the published
-card must stay what its pieces make):
-
-1. Rates. Each arm trains at its chosen rate. A baseline whose chosen rate differs from its recipe's gets the new
-   rate in its recipe, is refitted and re-pinned (new weights, new card); ``fedgr_no_noise_handling`` and
-   ``coteaching_estimated`` get ``--model.init_args.local.lr=<chosen>`` in their overrides. ``TUNING`` records the
-   shared grid for every arm (4 trials each, this file's numbers).
-2. Arms. ``coteaching_estimated`` and ``fedgr_no_noise_handling`` join ``baselines`` (the latter is the recipe without
-   its mechanism, tuned like a baseline, so the card's strongest comparison can be it: ablations never are);
-   ``fedgr_no_noise_handling_clean`` joins ``references`` and ``ceilings`` as the clean run of that recipe (all three
-   in :data:`zoo.fedgr.evaluate.NOISE_STUDY_ARMS`); ``coteaching`` stays, labelled an oracle, and joins ``ceilings``.
-3. Metrics. ``noise_cost`` per arm and seed = clean minus noisy accuracy, for ``fedgr`` (``fedgr_clean``),
-   ``fedavg`` (``reference_clean_fedavg``) and ``fedgr_no_noise_handling`` (its ``_clean`` arm):
-   :func:`zoo.fedgr.evaluate.noise_study_claims` writes :func:`~zoo.fedgr.evaluate.noise_costs` (mean, sample std,
-   per seed) to the result's ``extras["noise_cost"]``; :func:`~zoo.fedgr.evaluate.noise_cost_panel` draws it as a
-   fourth figure panel (``panels=4``).
-4. Claims: ``claims`` appends :func:`~zoo.fedgr.evaluate.noise_study_claims` (kind ``paper``; a failing one is
-   stated on the card with its measured numbers): FedGR's noise cost at least 0.02 below FedAvg's and below
-   ``fedgr_no_noise_handling``'s (paired over seeds, beyond the spread); FedGR beats ``fedgr_no_noise_handling``
-   and ``coteaching_estimated`` by more than the seed spread; in the memorisation regime the probe found, the
-   arms of :func:`~zoo.fedgr.evaluate.regime_arms` (``fedgr_regime`` in ``method_variants``; FedAvg at the rate the
-   probe chose there): ``fedavg_regime_memorises`` (headroom, every seed), ``fedgr_regime`` >= ``fedavg_regime`` +
-   0.05, and removing refining there costs more than the spread (else the card says refining does nothing here).
-5. Headline. The card's results begin with FedGR against the strongest of ``fedavg``, ``fedprox``,
-   ``coteaching_estimated`` and ``fedgr_no_noise_handling`` (the highest mean accuracy under noise), in plain words,
-   with a ``beats`` claim against that arm; the oracle ``coteaching`` and the clean-label arms are shown as ceilings.
-6. Cost. Three new arms x 3 seeds x 80 rounds (~1.6 core-hours), the refits of any baseline whose rate changed
-   (with ``reference_clean_fedavg`` if FedAvg's did), plus the regime's arms x 3 seeds. The published pieces of the
-   arms whose recipe and training code are unchanged stay valid (``zoo eval fedgr --arms <the new and changed arms>
-   --verify --card`` keeps them); one of them is re-measured first to confirm it reproduces its piece.
+Plan for wiring the study into ``zoo.fedgr.evaluate.PROTOCOL`` once the tuning and the probe are done (not done
+yet: the published card must stay what its pieces make). :mod:`zoo.fedgr.evaluate_noise` reads this record
+(:func:`~zoo.fedgr.evaluate_noise.chosen_rate`, :func:`~zoo.fedgr.evaluate_noise.study_tuning`,
+:func:`~zoo.fedgr.evaluate_noise.memorisation_regime`). The wiring then: puts every published arm's chosen rate
+in its recipe (refit, re-pin); adds ``coteaching_estimated`` and ``fedgr_no_noise_handling`` to ``baselines`` at
+their chosen rates (:func:`~zoo.fedgr.evaluate_noise.at_rate`; the latter is the recipe without its mechanism,
+tuned like a baseline, so the card's strongest comparison may be it), ``fedgr_no_noise_handling_clean`` and the
+regime's arms (:func:`~zoo.fedgr.evaluate_noise.regime_arms`; ``fedgr_regime`` in ``method_variants``) to
+``ablations``, ``coteaching`` (oracle rates) to ``ceilings``; takes every tuned arm's ``TUNING`` from this record;
+appends :func:`~zoo.fedgr.evaluate_noise.noise_study_claims` to the claims and
+:func:`~zoo.fedgr.evaluate_noise.noise_cost_panel` as a fourth panel; scores the sieve only where it runs, on the
+data the arm saw (a regime arm's). The published pieces of the arms whose recipe and training code are unchanged
+stay valid (``zoo eval fedgr --arms <the new and changed arms> --verify --card`` keeps them).
 
 Caveats: FedGR's loss weights stay at their recipe's values (distill_weight 0.3, reg_weight 0.1) across the lr grid;
 600 noisy validation labels give a ~2-point standard error, so a chosen rate is the rule's outcome, not evidence that
@@ -85,7 +68,7 @@ from pathlib import Path
 
 from zoo.common.records import file_lock, read_record, write_record
 from zoo.eval.grid import extend_past_edge
-from zoo.fedgr.evaluate import NOISE_STUDY_ARMS
+from zoo.fedgr.evaluate_noise import MEMORISATION_SETTINGS, NOISE_STUDY_ARMS, PROBE, best_rate, study_trials
 
 TRIALS_FILE = Path(__file__).with_name("tuning_noise.json")
 DRY_RUN_FILE = Path("runs/fedgr-tune-noise-dry.json")
@@ -105,14 +88,9 @@ ARMS: dict[str, tuple[str, tuple[str, ...]]] = {
     **{name: (f"fedgr.{_STUDY[name].base}", tuple(_STUDY[name].overrides)) for name in ("coteaching_estimated",)},
     "fedgr_no_noise_handling": ("fedgr", tuple(_STUDY["fedgr_no_noise_handling"].overrides)),
 }
-PROBE = "fedavg_memorisation"
-#: Candidate memorisation regimes of the probe (keys of the protocol's settings, as ``zoo eval fedgr --set``): the
-#: paper's own 10 local epochs, and the spec's setting B (pair flips at client rates U[0.2, 0.4]; at the default
-#: U[0.4, 0.7] a flipped class's majority label would be wrong on most clients, which no method can learn past).
-MEMORISATION_SETTINGS: tuple[dict, ...] = (
-    {"local_epochs": 10},
-    {"noise": "pair", "noise_low": 0.2, "noise_high": 0.4},
-)
+# The probe's candidate settings are zoo.fedgr.evaluate_noise.MEMORISATION_SETTINGS: the paper's own 10 local
+# epochs, and the spec's setting B (pair flips at client rates U[0.2, 0.4]; at the default U[0.4, 0.7] a flipped
+# class's majority label would be wrong on most clients, which no method can learn past).
 #: Seconds of one 80-round, 5-local-epoch trial on one thread when ``tuning.json`` has no such row for the method.
 FALLBACK_SECONDS = {"fedgr": 660.0, "fedavg": 350.0, "fedprox": 395.0, "coteaching": 630.0}
 TEST_CURVE_SECONDS_PER_ROUND = 1.5  # scoring 10,000 test images on one thread after every round
@@ -158,20 +136,16 @@ def planned_rates(rows: Mapping[float, float], grid: Sequence[float] = LR_GRID, 
         grid: The shared grid.
         limits: No rate below ``limits[0]`` or above ``limits[1]`` is added.
     """
-    best = max(rows, key=lambda rate: (rows[rate], -rate)) if rows else None
-    return extend_past_edge(grid, rows, best, limits)
+    return extend_past_edge(grid, rows, best_rate(rows) if rows else None, limits)
 
 
 def finished(record: Mapping, arm: str, options: Mapping) -> dict[str, dict[float, float]]:
     """An arm's finished trials at ``options``' rounds, fraction and seed: per setting, accuracy by rate."""
-    out: dict[str, dict[float, float]] = {}
-    for key, row in record.get("trials", {}).get(arm, {}).items():
-        trial = json.loads(key)
-        if any(trial.pop(name) != options[name] for name in ("rounds", "fraction", "seed")):
-            continue
-        rate = trial.pop("local.lr")
-        out.setdefault(json.dumps(trial, sort_keys=True), {})[rate] = row["client_val_accuracy"]
-    return out
+    trial = {name: options[name] for name in ("rounds", "fraction", "seed")}
+    return {
+        setting: {rate: row["client_val_accuracy"] for rate, row in rows.items()}
+        for setting, rows in study_trials(record, arm, trial).items()
+    }
 
 
 def entry_of(arm: str) -> str:
@@ -194,16 +168,11 @@ def published_rates() -> dict[str, float]:
 
 
 def setting_overrides(trial: Mapping) -> list[str]:
-    """LightningCLI arguments of a trial: its lr, and each protocol setting through the setting's recipe keys."""
-    from zoo.fedgr.evaluate import PROTOCOL
+    """LightningCLI arguments of a trial: each protocol setting through its recipe keys, then its lr."""
+    from zoo.fedgr.evaluate import setting_args
 
-    out = []
-    for name, value in trial.items():
-        if name == "local.lr":
-            out.append(f"--model.init_args.local.lr={value}")
-        else:
-            out += [f"--{key}={value}" for key in PROTOCOL.settings[name].recipe_keys]
-    return out
+    setting = {name: value for name, value in trial.items() if name != "local.lr"}
+    return [*setting_args(setting), f"--model.init_args.local.lr={trial['local.lr']}"]
 
 
 def run_trial(arm: str, trial: Mapping, options: Mapping) -> dict:
@@ -285,7 +254,9 @@ def merge_trial(path: Path, arm: str, key: str, row: dict) -> dict:
 
 def choose(rows: Mapping[str, dict]) -> tuple[str, dict]:
     """The trial with the best final validation accuracy (ties: the smaller learning rate)."""
-    return max(rows.items(), key=lambda item: (item[1]["client_val_accuracy"], -json.loads(item[0])["local.lr"]))
+    by_rate = {json.loads(key)["local.lr"]: key for key in rows}
+    key = by_rate[best_rate({rate: rows[key]["client_val_accuracy"] for rate, key in by_rate.items()})]
+    return key, rows[key]
 
 
 def summarise(record: Mapping, keys: Mapping[str, Sequence[str]]) -> dict:
