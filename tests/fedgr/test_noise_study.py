@@ -17,6 +17,7 @@ from zoo.fedgr.client import CoTeachingTrainer, FedGRTrainer, sieve_losses
 from zoo.fedgr.config import NO_NOISE_HANDLING, BaselineConfig, FedGRConfig, LocalConfig, RunConfig
 from zoo.fedgr.evaluate import PROTOCOL, setting_args
 from zoo.fedgr.evaluate_noise import (
+    LR_GRID,
     MEMORISATION_SETTINGS,
     NOISE_STUDY_ARMS,
     PROBE,
@@ -29,6 +30,7 @@ from zoo.fedgr.evaluate_noise import (
     noise_cost_panel,
     noise_costs,
     noise_study_claims,
+    planned_rates,
     probe_drops,
     regime_arms,
     study_trials,
@@ -175,29 +177,36 @@ def _record(rows, arm="fedavg", setting=None, rounds=80):
 
 
 def test_the_study_record_gives_each_arm_its_choice_and_tuning_note():
-    record = _record({0.01: (0.38, 0.0), 0.02: (0.40, 0.01), 0.05: (0.40, 0.05)})
+    record = _record({0.01: (0.38, 0.0), 0.02: (0.40, 0.01), 0.05: (0.40, 0.05), 0.1: (0.3, 0.0)})
     other_rounds = _record({0.1: (0.9, 0.0)}, rounds=2)["trials"]["fedavg"]
     record["trials"]["fedavg"].update(other_rounds)  # another study's trial: not counted
-    assert set(study_trials(record, "fedavg")["{}"]) == {0.01, 0.02, 0.05}
+    assert set(study_trials(record, "fedavg")["{}"]) == set(LR_GRID)
     assert best_rate({0.01: 0.38, 0.02: 0.40, 0.05: 0.40}) == 0.02  # ties: the smaller rate
     assert chosen_rate("fedavg", record) == 0.02
     tuning = study_tuning("fedavg", "mu 0.01", record=record, mu=[0.01, 0.1])
-    assert tuning.split == "validation" and tuning.grid == {"lr": [0.01, 0.02, 0.05], "mu": [0.01, 0.1]}
-    assert tuning.trials == 4 and "0.02 -> 0.400 (chosen)" in tuning.note and tuning.note.endswith("; mu 0.01")
-    with pytest.raises(ValueError, match="no trial of 'fedprox'.*tune_noise"):
+    assert tuning.split == "validation" and tuning.grid == {"lr": list(LR_GRID), "mu": [0.01, 0.1]}
+    assert tuning.trials == 5 and "0.02 -> 0.400 (chosen)" in tuning.note and tuning.note.endswith("; mu 0.01")
+    with pytest.raises(ValueError, match="lacks trials of 'fedprox'.*tune_noise"):
         chosen_rate("fedprox", record)
-    with pytest.raises(ValueError, match="no trial of 'fedavg'"):
+    with pytest.raises(ValueError, match="lacks trials of 'fedavg'"):
         study_tuning("fedavg", setting={"local_epochs": 10}, record=record)
+    at_edge = _record({0.01: (0.40, 0.0), 0.02: (0.38, 0.0), 0.05: (0.3, 0.0), 0.1: (0.2, 0.0)})
+    with pytest.raises(ValueError, match="lacks trials"):  # 0.005 is planned past the edge and not run yet
+        chosen_rate("fedavg", at_edge)
 
 
 def test_the_regime_is_the_first_candidate_where_tuned_fedavg_falls():
     epochs, pair = MEMORISATION_SETTINGS
-    record = _record({0.01: (0.40, 0.01), 0.02: (0.39, 0.08)}, PROBE, epochs)  # the chosen rate barely falls
-    pair_rows = _record({0.01: (0.30, 0.03), 0.02: (0.28, 0.0)}, PROBE, pair)["trials"][PROBE]
-    record["trials"][PROBE].update(pair_rows)
-    assert probe_drops(record) == {json.dumps(epochs): (0.01, 0.01), json.dumps(pair, sort_keys=True): (0.01, 0.03)}
-    assert memorisation_regime(record) == (pair, 0.01, 0.03)
-    assert memorisation_regime(_record({0.01: (0.40, 0.01)}, PROBE, epochs)) is None
+    rows = {0.01: (0.39, 0.0), 0.02: (0.40, 0.01), 0.05: (0.39, 0.08), 0.1: (0.3, 0.1)}  # the choice barely falls
+    record = _record(rows, PROBE, epochs)
+    pair_rows = {0.01: (0.30, 0.01), 0.02: (0.31, 0.03), 0.05: (0.28, 0.0), 0.1: (0.2, 0.0)}
+    record["trials"][PROBE].update(_record(pair_rows, PROBE, pair)["trials"][PROBE])
+    assert probe_drops(record) == {json.dumps(epochs): (0.02, 0.01), json.dumps(pair, sort_keys=True): (0.02, 0.03)}
+    assert memorisation_regime(record) == (pair, 0.02, 0.03)
+    del pair_rows[0.1]  # a setting whose grid is not done yet is no candidate
+    unfinished = _record(rows, PROBE, epochs)
+    unfinished["trials"][PROBE].update(_record(pair_rows, PROBE, pair)["trials"][PROBE])
+    assert memorisation_regime(unfinished) is None and list(probe_drops(unfinished)) == [json.dumps(epochs)]
     assert setting_args(pair) == [
         "--data.init_args.noise=pair",
         "--data.init_args.noise_low=0.2",
@@ -207,7 +216,8 @@ def test_the_regime_is_the_first_candidate_where_tuned_fedavg_falls():
 
 def test_without_a_regime_a_failing_headroom_claim_states_the_largest_drop(tmp_path, monkeypatch):
     path = tmp_path / "tuning_noise.json"
-    path.write_text(json.dumps(_record({0.01: (0.40, 0.012)}, PROBE, MEMORISATION_SETTINGS[0])))
+    rows = {0.01: (0.39, 0.0), 0.02: (0.40, 0.012), 0.05: (0.39, 0.08), 0.1: (0.3, 0.1)}
+    path.write_text(json.dumps(_record(rows, PROBE, MEMORISATION_SETTINGS[0])))
     monkeypatch.setattr(evaluate_noise, "STUDY_FILE", path)
     made = {claim.id: claim for claim in noise_study_claims(_study(fedgr=[0.82] * 3), regime_found=False)}
     claim = made["memorisation_regime_found"]
@@ -288,12 +298,12 @@ def test_the_study_arms_are_the_switches_of_the_config():
 
 
 def test_every_arm_gets_the_same_grid_and_it_holds_every_published_rate():
-    assert {0.01, 0.02, 0.05} <= set(tune_noise.LR_GRID)  # every rate the recipes had before the study
-    assert len(tune_noise.LR_GRID) >= 4
+    assert {0.01, 0.02, 0.05} <= set(LR_GRID)  # every rate the recipes had before the study
+    assert len(LR_GRID) >= 4
     for arm in tune_noise.ARMS:
-        assert [t["local.lr"] for t in tune_noise.trials(arm)] == list(tune_noise.LR_GRID)
+        assert [t["local.lr"] for t in tune_noise.trials(arm)] == list(LR_GRID)
     probe = tune_noise.trials(tune_noise.PROBE)
-    assert len(probe) == len(tune_noise.LR_GRID) * len(tune_noise.MEMORISATION_SETTINGS)
+    assert len(probe) == len(LR_GRID) * len(tune_noise.MEMORISATION_SETTINGS)
     for trial in probe:  # every setting is one of the protocol's --set keys
         assert set(trial) - {"local.lr"} <= set(PROTOCOL.settings)
     assert tune_noise.setting_overrides({"local_epochs": 10, "local.lr": 0.1}) == [
@@ -318,13 +328,13 @@ def test_plan_skips_recorded_trials_and_the_workers_share_the_load():
 
 
 def test_a_rate_beyond_the_edge_is_planned_once_the_grid_shows_the_best_there():
-    assert tune_noise.planned_rates({0.01: 0.39, 0.02: 0.37}) == list(tune_noise.LR_GRID)  # grid unfinished
+    assert planned_rates({0.01: 0.39, 0.02: 0.37}) == list(LR_GRID)  # grid unfinished
     edge = {0.01: 0.39, 0.02: 0.37, 0.05: 0.29, 0.1: 0.29}
-    assert tune_noise.planned_rates(edge) == [0.005, *tune_noise.LR_GRID]
-    assert tune_noise.planned_rates({**edge, 0.005: 0.38}) == [0.005, *tune_noise.LR_GRID]  # now interior: stop
-    assert tune_noise.planned_rates({0.01: 0.3, 0.02: 0.3, 0.05: 0.3, 0.1: 0.4}) == [*tune_noise.LR_GRID, 0.2]
-    assert tune_noise.planned_rates({0.0025: 0.4, 0.005: 0.3}, grid=()) == [0.0025, 0.005]  # at the limit
-    assert tune_noise.planned_rates({0.01: 0.3, 0.02: 0.3, 0.05: 0.3, 0.1: 0.3}) == [0.005, *tune_noise.LR_GRID]
+    assert planned_rates(edge) == [0.005, *LR_GRID]
+    assert planned_rates({**edge, 0.005: 0.38}) == [0.005, *LR_GRID]  # now interior: stop
+    assert planned_rates({0.01: 0.3, 0.02: 0.3, 0.05: 0.3, 0.1: 0.4}) == [*LR_GRID, 0.2]
+    assert planned_rates({0.0025: 0.4, 0.005: 0.3}, grid=()) == [0.0025, 0.005]  # at the limit
+    assert planned_rates({0.01: 0.3, 0.02: 0.3, 0.05: 0.3, 0.1: 0.3}) == [0.005, *LR_GRID]
 
     options = {"rounds": 80, "fraction": 0.1, "seed": 0, "test_curve": False}
     rows = {

@@ -18,12 +18,18 @@ from pathlib import Path
 import numpy as np
 
 from zoo.eval import Arm, Claim, Tuning, beats
+from zoo.eval.grid import extend_past_edge
 from zoo.eval.result import summarise
 from zoo.fedgr.config import NO_NOISE_HANDLING
 
 STUDY_FILE = Path(__file__).with_name("tuning_noise.json")
 #: The shared grid's trials: seed 0, 80 rounds, 10% of each client held out (noisy labels) to score them.
 STUDY_TRIAL = {"rounds": 80, "fraction": 0.1, "seed": 0}
+#: One learning-rate grid for every arm: the union of the rates the recipes had before the study (0.01, 0.02,
+#: 0.05) and 0.1.
+LR_GRID = (0.01, 0.02, 0.05, 0.1)
+#: Where :func:`planned_rates` stops extending the grid past an edge.
+LR_LIMITS = (0.0025, 0.2)
 #: The probe arm: FedAvg's recipe in each candidate setting of :data:`MEMORISATION_SETTINGS`.
 PROBE = "fedavg_memorisation"
 #: Candidate memorisation regimes (protocol ``--set`` keys), in the order they are tried: the paper's 10 local
@@ -61,6 +67,24 @@ def best_rate(accuracy: Mapping[float, float]) -> float:
     return max(accuracy, key=lambda rate: (accuracy[rate], -rate))
 
 
+def planned_rates(
+    accuracy: Mapping[float, float], grid: Sequence[float] = LR_GRID, limits: tuple[float, float] = LR_LIMITS
+) -> list[float]:
+    """The grid, plus the rate beyond an edge (x / 2 or x 2, within ``limits``) where the best finished trial sits.
+
+    Args:
+        accuracy: Validation accuracy by learning rate of the finished trials (ties: the smaller rate wins).
+        grid: The shared grid.
+        limits: No rate below ``limits[0]`` or above ``limits[1]`` is added.
+    """
+    return extend_past_edge(grid, accuracy, best_rate(accuracy) if accuracy else None, limits)
+
+
+def _finished(rows: Mapping[float, dict]) -> bool:
+    """Whether a setting's trials are all its grid plans (the rates past an edge included)."""
+    return bool(rows) and set(planned_rates(_accuracy(rows))) <= set(rows)
+
+
 def _accuracy(rows: Mapping[float, dict]) -> dict[float, float]:
     return {rate: row["client_val_accuracy"] for rate, row in rows.items()}
 
@@ -72,8 +96,10 @@ def chosen_rate(arm: str, record: Mapping | None = None) -> float:
         ValueError: If the record has no trial of the arm (run ``python -m zoo.fedgr.tune_noise`` first).
     """
     rows = study_trials(read_study() if record is None else record, arm).get("{}", {})
-    if not rows:
-        raise ValueError(f"{STUDY_FILE.name} has no trial of {arm!r}: run `python -m zoo.fedgr.tune_noise`")
+    if not _finished(rows):
+        raise ValueError(
+            f"{STUDY_FILE.name} lacks trials of {arm!r}: run `python -m zoo.fedgr.tune_noise` to finish them"
+        )
     return best_rate(_accuracy(rows))
 
 
@@ -94,8 +120,8 @@ def study_tuning(
     """
     where = json.dumps(dict(setting or {}), sort_keys=True)
     rows = study_trials(read_study() if record is None else record, arm).get(where, {})
-    if not rows:
-        raise ValueError(f"{STUDY_FILE.name} has no trial of {arm!r} in {where}: run `python -m zoo.fedgr.tune_noise`")
+    if not _finished(rows):
+        raise ValueError(f"{STUDY_FILE.name} lacks trials of {arm!r} in {where}: run `python -m zoo.fedgr.tune_noise`")
     accuracy = _accuracy(rows)
     chosen = best_rate(accuracy)
     scores = ", ".join(f"{r:g} -> {a:.3f}{' (chosen)' if r == chosen else ''}" for r, a in sorted(accuracy.items()))
@@ -111,13 +137,13 @@ def study_tuning(
 
 
 def probe_drops(record: Mapping | None = None) -> dict[str, tuple[float, float]]:
-    """Per candidate setting of :data:`MEMORISATION_SETTINGS` with trials: FedAvg's chosen rate there and its
-    validation drop (best round minus final round) at that rate."""
+    """Per candidate setting of :data:`MEMORISATION_SETTINGS` whose trials are all done: FedAvg's chosen rate there
+    and its validation drop (best round minus final round) at that rate."""
     trials = study_trials(read_study() if record is None else record, PROBE)
     out = {}
     for setting in MEMORISATION_SETTINGS:
         rows = trials.get(json.dumps(setting, sort_keys=True), {})
-        if rows:
+        if _finished(rows):
             rate = best_rate(_accuracy(rows))
             out[json.dumps(setting, sort_keys=True)] = (rate, rows[rate]["val_drop_best_to_final"])
     return out

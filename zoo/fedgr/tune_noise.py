@@ -2,14 +2,15 @@
 
 Why: FedGR ran at lr 0.05 while FedAvg and FedProx were tuned over {0.02, 0.01} only, so the published lead cannot
 tell the noise handling from the learning rate. Here every arm of :data:`ARMS` gets the same trials, the learning
-rates of :data:`LR_GRID` (which holds every arm's published rate: FedGR 0.05, FedAvg and FedProx 0.01,
-Co-teaching 0.02, plus 0.1), each trained from the arm's recipe with seed 0 for 80 rounds and scored like
-``python -m zoo.fedgr.tune``: the final global model's accuracy on the clients' own held-out noisy labels (10% of
-each client, ``client_val_fraction``). The test set is never read unless ``--test-curve`` asks for the per-round
+rates of :data:`~zoo.fedgr.evaluate_noise.LR_GRID` (which holds every rate the recipes had: FedGR 0.05, FedAvg and
+FedProx 0.01, Co-teaching 0.02, plus 0.1), each trained from the arm's recipe with seed 0 for 80 rounds and scored
+like ``python -m zoo.fedgr.tune``: the final global model's accuracy on the clients' own held-out noisy labels (10%
+of each client, ``client_val_fraction``). The test set is never read unless ``--test-curve`` asks for the per-round
 test accuracy, which is recorded for monitoring and never chooses anything. Per arm the trial with the best final
-validation accuracy is chosen (ties: the smaller rate). Where that trial sits at an edge of the rates tried, the next
-rate beyond it (x / 2 or x 2, within :data:`LR_LIMITS`) is added and run (:func:`planned_rates`; a second run of the
-command runs it), so no chosen rate sits at an edge.
+validation accuracy is chosen (ties: the smaller rate). Where that trial sits at an edge of the rates tried, the
+next rate beyond it (x / 2 or x 2, within :data:`~zoo.fedgr.evaluate_noise.LR_LIMITS`) is added and run
+(:func:`~zoo.fedgr.evaluate_noise.planned_rates`; a second run of the command runs it), so no chosen rate sits at
+an edge.
 
 Arms: ``fedgr``, ``fedavg``, ``fedprox``, ``coteaching`` (forget rate = the true noise rate, oracle),
 ``coteaching_estimated`` (forget rate estimated by the client's own GMM sieve, ``baselines.coteach_forget_rate=
@@ -67,16 +68,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from zoo.common.records import file_lock, read_record, write_record
-from zoo.eval.grid import extend_past_edge
-from zoo.fedgr.evaluate_noise import MEMORISATION_SETTINGS, NOISE_STUDY_ARMS, PROBE, best_rate, study_trials
+from zoo.fedgr.evaluate_noise import (
+    MEMORISATION_SETTINGS,
+    NOISE_STUDY_ARMS,
+    PROBE,
+    best_rate,
+    planned_rates,
+    study_trials,
+)
 
 TRIALS_FILE = Path(__file__).with_name("tuning_noise.json")
 DRY_RUN_FILE = Path("runs/fedgr-tune-noise-dry.json")
 BASE_TUNING_FILE = Path(__file__).with_name("tuning.json")
-#: One grid for every arm: the union of the arms' published rates (0.01, 0.02, 0.05) and 0.1.
-LR_GRID = (0.01, 0.02, 0.05, 0.1)
-#: Where :func:`planned_rates` stops extending the grid past an edge.
-LR_LIMITS = (0.0025, 0.2)
 _STUDY = {arm.name: arm for arm in NOISE_STUDY_ARMS}
 #: Arm -> (registry entry whose recipe it trains, LightningCLI overrides on top): the published arms as they are,
 #: the new ones as the evaluation will define them.
@@ -126,17 +129,6 @@ def trials(arm: str, done: Mapping[str, Mapping[float, float]] | None = None) ->
         rows = (done or {}).get(json.dumps(setting, sort_keys=True), {})
         out += [{**setting, "local.lr": lr} for lr in planned_rates(rows)]
     return out
-
-
-def planned_rates(rows: Mapping[float, float], grid: Sequence[float] = LR_GRID, limits=LR_LIMITS) -> list[float]:
-    """The grid, plus the rate beyond an edge (x / 2 or x 2, within ``limits``) where the best finished trial sits.
-
-    Args:
-        rows: Validation accuracy by learning rate of the finished trials (ties: the smaller rate wins).
-        grid: The shared grid.
-        limits: No rate below ``limits[0]`` or above ``limits[1]`` is added.
-    """
-    return extend_past_edge(grid, rows, best_rate(rows) if rows else None, limits)
 
 
 def finished(record: Mapping, arm: str, options: Mapping) -> dict[str, dict[float, float]]:
