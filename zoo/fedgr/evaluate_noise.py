@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from zoo.common.records import read_record
 from zoo.eval import Arm, Claim, Tuning, beats
 from zoo.eval.grid import extend_past_edge
 from zoo.eval.result import summarise
@@ -33,7 +34,8 @@ LR_LIMITS = (0.0025, 0.2)
 #: The probe arm: FedAvg's recipe in each candidate setting of :data:`MEMORISATION_SETTINGS`.
 PROBE = "fedavg_memorisation"
 #: Candidate memorisation regimes (protocol ``--set`` keys), in the order they are tried: the paper's 10 local
-#: epochs; the spec's pair-flip setting B.
+#: epochs; the spec's pair-flip setting B (client rates U[0.2, 0.4]: at the default U[0.4, 0.7] a flipped class's
+#: majority label would be wrong on most clients, which no method can learn past).
 MEMORISATION_SETTINGS: tuple[dict, ...] = (
     {"local_epochs": 10},
     {"noise": "pair", "noise_low": 0.2, "noise_high": 0.4},
@@ -45,8 +47,7 @@ MEMORISATION_DROP = 0.02
 
 def read_study(path: Path | None = None) -> dict:
     """The study's record (default :data:`STUDY_FILE`; empty before its first trial)."""
-    path = STUDY_FILE if path is None else path
-    return json.loads(path.read_text()) if path.is_file() else {}
+    return read_record(STUDY_FILE if path is None else path)
 
 
 def study_trials(record: Mapping, arm: str, trial: Mapping = STUDY_TRIAL) -> dict[str, dict[float, dict]]:
@@ -82,10 +83,11 @@ def planned_rates(
 
 def _finished(rows: Mapping[float, dict]) -> bool:
     """Whether a setting's trials are all its grid plans (the rates past an edge included)."""
-    return bool(rows) and set(planned_rates(_accuracy(rows))) <= set(rows)
+    return bool(rows) and set(planned_rates(accuracy_by_rate(rows))) <= set(rows)
 
 
-def _accuracy(rows: Mapping[float, dict]) -> dict[float, float]:
+def accuracy_by_rate(rows: Mapping[float, dict]) -> dict[float, float]:
+    """Each rate's final validation accuracy, from the record's rows by rate."""
     return {rate: row["client_val_accuracy"] for rate, row in rows.items()}
 
 
@@ -93,14 +95,14 @@ def chosen_rate(arm: str, record: Mapping | None = None) -> float:
     """The learning rate the shared grid chose for ``arm`` in the default setting.
 
     Raises:
-        ValueError: If the record has no trial of the arm (run ``python -m zoo.fedgr.tune_noise`` first).
+        ValueError: If the arm's grid is not finished (run ``python -m zoo.fedgr.tune_noise``).
     """
     rows = study_trials(read_study() if record is None else record, arm).get("{}", {})
     if not _finished(rows):
         raise ValueError(
             f"{STUDY_FILE.name} lacks trials of {arm!r}: run `python -m zoo.fedgr.tune_noise` to finish them"
         )
-    return best_rate(_accuracy(rows))
+    return best_rate(accuracy_by_rate(rows))
 
 
 def study_tuning(
@@ -116,13 +118,13 @@ def study_tuning(
         grid: Other hyperparameters' values tried beside the rates (one more trial per extra value).
 
     Raises:
-        ValueError: If the record has no trial of the arm in that setting.
+        ValueError: If the arm's grid in that setting is not finished.
     """
     where = json.dumps(dict(setting or {}), sort_keys=True)
     rows = study_trials(read_study() if record is None else record, arm).get(where, {})
     if not _finished(rows):
         raise ValueError(f"{STUDY_FILE.name} lacks trials of {arm!r} in {where}: run `python -m zoo.fedgr.tune_noise`")
-    accuracy = _accuracy(rows)
+    accuracy = accuracy_by_rate(rows)
     chosen = best_rate(accuracy)
     scores = ", ".join(f"{r:g} -> {a:.3f}{' (chosen)' if r == chosen else ''}" for r, a in sorted(accuracy.items()))
     text = (
@@ -144,7 +146,7 @@ def probe_drops(record: Mapping | None = None) -> dict[str, tuple[float, float]]
     for setting in MEMORISATION_SETTINGS:
         rows = trials.get(json.dumps(setting, sort_keys=True), {})
         if _finished(rows):
-            rate = best_rate(_accuracy(rows))
+            rate = best_rate(accuracy_by_rate(rows))
             out[json.dumps(setting, sort_keys=True)] = (rate, rows[rate]["val_drop_best_to_final"])
     return out
 

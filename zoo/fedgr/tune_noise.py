@@ -72,12 +72,14 @@ from zoo.fedgr.evaluate_noise import (
     MEMORISATION_SETTINGS,
     NOISE_STUDY_ARMS,
     PROBE,
+    STUDY_FILE,
+    accuracy_by_rate,
     best_rate,
     planned_rates,
     study_trials,
 )
 
-TRIALS_FILE = Path(__file__).with_name("tuning_noise.json")
+TRIALS_FILE = STUDY_FILE
 DRY_RUN_FILE = Path("runs/fedgr-tune-noise-dry.json")
 BASE_TUNING_FILE = Path(__file__).with_name("tuning.json")
 _STUDY = {arm.name: arm for arm in NOISE_STUDY_ARMS}
@@ -91,9 +93,6 @@ ARMS: dict[str, tuple[str, tuple[str, ...]]] = {
     **{name: (f"fedgr.{_STUDY[name].base}", tuple(_STUDY[name].overrides)) for name in ("coteaching_estimated",)},
     "fedgr_no_noise_handling": ("fedgr", tuple(_STUDY["fedgr_no_noise_handling"].overrides)),
 }
-# The probe's candidate settings are zoo.fedgr.evaluate_noise.MEMORISATION_SETTINGS: the paper's own 10 local
-# epochs, and the spec's setting B (pair flips at client rates U[0.2, 0.4]; at the default U[0.4, 0.7] a flipped
-# class's majority label would be wrong on most clients, which no method can learn past).
 #: Seconds of one 80-round, 5-local-epoch trial on one thread when ``tuning.json`` has no such row for the method.
 FALLBACK_SECONDS = {"fedgr": 660.0, "fedavg": 350.0, "fedprox": 395.0, "coteaching": 630.0}
 TEST_CURVE_SECONDS_PER_ROUND = 1.5  # scoring 10,000 test images on one thread after every round
@@ -134,10 +133,7 @@ def trials(arm: str, done: Mapping[str, Mapping[float, float]] | None = None) ->
 def finished(record: Mapping, arm: str, options: Mapping) -> dict[str, dict[float, float]]:
     """An arm's finished trials at ``options``' rounds, fraction and seed: per setting, accuracy by rate."""
     trial = {name: options[name] for name in ("rounds", "fraction", "seed")}
-    return {
-        setting: {rate: row["client_val_accuracy"] for rate, row in rows.items()}
-        for setting, rows in study_trials(record, arm, trial).items()
-    }
+    return {setting: accuracy_by_rate(rows) for setting, rows in study_trials(record, arm, trial).items()}
 
 
 def entry_of(arm: str) -> str:
