@@ -14,15 +14,44 @@ from zoo.eval.result import assemble
 def test_tuned_overrides_only_name_what_differs_from_the_recipe():
     recipe = "recipes/deepha/babyai.yaml"
     values = E._recipe_values(recipe)
-    assert set(values) == set(E.KNOBS) and all(v is not None for v in values.values())
+    assert set(values) == {*E.KNOBS, *E.SCHEDULE_KNOB} and all(values[k] is not None for k in E.KNOBS)
     record = {"arms": {"decoupled": {"chosen": {**values, "lr": values["lr"] * 3}}}}
     assert E.tuned_overrides("decoupled", recipe, record) == [f"--model.init_args.lr={values['lr'] * 3}"]
     assert E.tuned_overrides("flat", recipe, record) == []  # an arm not in the record keeps its recipe
 
 
+def test_a_complete_plateau_tuning_sets_lr_epochs_and_schedule_and_an_unfinished_one_nothing(tmp_path, monkeypatch):
+    chosen = {"lr": 0.0015, "max_epochs": 14, "schedule_epochs": 30}
+    plateau = {
+        "level_set": "default",
+        "note": "plateau trials",
+        "rule": {"first_check": 4, "max_epochs": 30},
+        "arms": {"flat": {"chosen": chosen, "complete": False, "done_lr": [7.5e-4, 1.5e-3, 3e-3], "score": 0.7}},
+    }
+    assert E.plateau_entry("flat", record=plateau) == {}  # an unfinished grid changes nothing
+    plateau["arms"]["flat"]["complete"] = True
+    flat = {"chosen": {"lr": 0.003, "max_epochs": 8, "p_drop": 0.3}, "trials": [{}] * 4, "score": 0.6}
+    base = {"arms": {"flat": flat}, "note": "tuning.json", "grid": {"lr": [0.001, 0.003]}}
+    overrides = E.tuned_overrides("flat", record=base, plateau=E.plateau_entry("flat", record=plateau)["chosen"])
+    expected = ["--model.init_args.lr=0.0015", "--trainer.max_epochs=14", "--model.init_args.schedule_epochs=30"]
+    assert overrides == expected
+    assert E.tuned_overrides("flat", record=base) == []  # tuning.json alone: the recipe's values
+
+    (tmp_path / "plateau.json").write_text(json.dumps(plateau))
+    monkeypatch.setattr(E, "plateau_file", lambda name="default": tmp_path / "plateau.json")
+    monkeypatch.setattr(E, "tuning_record", lambda: base)
+    assert E._tunings()["flat"].grid == {"lr": [0.001, 0.003]}  # LEVEL_SET None: tuning.json's record
+    monkeypatch.setattr(E, "LEVEL_SET", "default")
+    tuning = E._tunings()
+    assert tuning["flat"].split == "validation" and tuning["flat"].trials == 3
+    assert tuning["flat"].grid["lr"] == [7.5e-4, 1.5e-3, 3e-3] and "0.7" in tuning["flat"].note
+    assert tuning["decoupled"].split == "none"  # no entry in either record
+
+
 def test_every_arm_carries_its_switch_and_tuned_values():
     for arm in E.TRAINED:
-        expected = (*E.ARM_SWITCH.get(arm, ()), *E.tuned_overrides(arm))
+        plateau = E.plateau_entry(arm).get("chosen")
+        expected = (*E.ARM_SWITCH.get(arm, ()), *E.tuned_overrides(arm, plateau=plateau))
         assert tuple(E.PROTOCOL.arm(arm).overrides) == expected, arm
     assert E.PROTOCOL.arm("coa").overrides == E.PROTOCOL.arm("coa_compressed").overrides
     assert "--model.init_args.arm=coa_skill_only" in E.PROTOCOL.arm("coa_skill_only").overrides

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from zoo.common.records import read_record
 from zoo.deepha.demos import level_set, make_env, split_seed
 from zoo.eval import Arm, Claim, Protocol, Setting, Step, Tuning, beats, per_seed_values, ratio_of_means
 
@@ -47,12 +48,42 @@ def tuning_record() -> dict:
     return json.loads(TUNING_FILE.read_text()) if TUNING_FILE.is_file() else {}
 
 
+#: The level set whose plateau tuning the protocol's arms train with (issue #71; :data:`~zoo.deepha.demos.LEVEL_SETS`);
+#: None until the card is measured with it (then a finished arm's plateau choice changes the protocol).
+LEVEL_SET: str | None = None
+#: The knob the plateau tuning adds: the span of the learning-rate schedule, so a fit stopped at the chosen epoch
+#: replays that epoch of the tuning trial.
+SCHEDULE_KNOB = {"schedule_epochs": "model.init_args.schedule_epochs"}
+
+
+def plateau_file(name: str = "default") -> Path:
+    """The plateau tuning's record of level set ``name``: ``tuning_plateau.json`` (``tuning_plateau_<name>.json``)."""
+    return Path(__file__).with_name("tuning_plateau.json" if name == "default" else f"tuning_plateau_{name}.json")
+
+
+def plateau_entry(arm: str, name: str | None = LEVEL_SET, record: dict | None = None) -> dict:
+    """``arm``'s entry of the plateau record of level set ``name`` once its grid is complete (every planned rate
+    run, the best one interior), else {}: an unfinished tuning never changes what the protocol trains (nor does any
+    while ``name`` is None)."""
+    if name is None and record is None:
+        return {}
+    record = read_record(plateau_file(name)) if record is None else record
+    entry = record.get("arms", {}).get(arm, {})
+    return entry if entry.get("complete") else {}
+
+
 def _tunings() -> dict[str, Tuning]:
-    record = tuning_record()
+    record, plateau = tuning_record(), read_record(plateau_file(LEVEL_SET)) if LEVEL_SET else {}
     out = {}
     for arm in TRAINED:
-        entry = record.get("arms", {}).get(arm)
-        if entry is None:
+        entry, tuned = record.get("arms", {}).get(arm), plateau_entry(arm, record=plateau)
+        if tuned:
+            grid = {"lr": tuned["done_lr"], "max_epochs": [f"the best check of epochs {plateau['rule']['first_check']}"
+                    f"-{plateau['rule']['max_epochs']}"]}  # fmt: skip
+            note = (f"{plateau['note']}; chosen: {tuned['chosen']} (validation success_all {tuned['score']:.3f}, level "
+                    f"set {plateau['level_set']}); other knobs from tuning.json: {record['note']}")  # fmt: skip
+            out[arm] = Tuning("validation", grid, len(tuned["done_lr"]), note)
+        elif entry is None:
             out[arm] = Tuning("none", {}, 0, "validation tuning not yet run (zoo.deepha.tune): the recipe's values")
         else:
             note = f"{record['note']}; chosen: {entry['chosen']} (validation success_all {entry['score']:.3f})"
@@ -70,14 +101,14 @@ def _tunings() -> dict[str, Tuning]:
 
 
 def _recipe_values(recipe: str) -> dict:
-    """The recipe's value of every tuning knob."""
+    """The recipe's value of every tuning knob (None where the recipe leaves the module's default)."""
     import yaml
 
     from zoo._recipes import resolve_recipe
 
     config = yaml.safe_load(Path(resolve_recipe(recipe)).read_text())
     values = {}
-    for knob, key in KNOBS.items():
+    for knob, key in {**KNOBS, **SCHEDULE_KNOB}.items():
         node = config
         for part in key.split("."):
             node = node.get(part, {}) if isinstance(node, dict) else {}
@@ -85,18 +116,31 @@ def _recipe_values(recipe: str) -> dict:
     return values
 
 
-def tuned_overrides(arm: str, recipe: str | None = None, record: dict | None = None) -> list[str]:
-    """LightningCLI arguments that set ``arm``'s tuned values where they differ from its recipe's."""
+def tuned_overrides(
+    arm: str, recipe: str | None = None, record: dict | None = None, plateau: dict | None = None
+) -> list[str]:
+    """LightningCLI arguments that set ``arm``'s tuned values where they differ from its recipe's.
+
+    Args:
+        arm: A trained arm.
+        recipe: The recipe the values are compared with (default: the arm's).
+        record: ``tuning.json``'s record (default: the file).
+        plateau: The arm's plateau choice (:func:`plateau_entry`'s ``chosen``), which replaces ``tuning.json``'s
+            learning rate and epochs; None: ``tuning.json`` alone (what the plateau trials start from).
+    """
     record = tuning_record() if record is None else record
-    chosen = record.get("arms", {}).get(arm, {}).get("chosen", {})
+    chosen = {**record.get("arms", {}).get(arm, {}).get("chosen", {}), **(plateau or {})}
     have = _recipe_values(recipe or recipe_of(arm)) if chosen else {}
-    return [f"--{KNOBS[k]}={v}" for k, v in sorted(chosen.items()) if have.get(k) != v]
+    keys = {**KNOBS, **SCHEDULE_KNOB}
+    return [f"--{keys[k]}={v}" for k, v in sorted(chosen.items()) if have.get(k) != v]
 
 
 def _trained(name: str, fit_of: str | None = None, **kwargs) -> Arm:
-    """A timed arm whose model is ``fit_of``'s recipe fit (its arm switch and tuned values) or published weights."""
+    """A timed arm whose model is ``fit_of``'s recipe fit (its arm switch and tuned values, the plateau's where its
+    tuning is complete) or published weights."""
     fit_of = fit_of or name
-    overrides = (*ARM_SWITCH.get(fit_of, ()), *tuned_overrides(fit_of))
+    plateau = plateau_entry(fit_of).get("chosen")
+    overrides = (*ARM_SWITCH.get(fit_of, ()), *tuned_overrides(fit_of, plateau=plateau))
     return Arm(name, overrides=overrides, timed=True, **kwargs)
 
 

@@ -42,15 +42,17 @@ published card must stay what its pieces make):
    ``level_set`` (choices ``LEVEL_SETS``) with that default and ``data.init_args.level_set`` in its recipe keys;
    :func:`~zoo.deepha.evaluate.score_policy`, :func:`~zoo.deepha.evaluate.score_oracle` and
    :func:`~zoo.deepha.evaluate.gates` already read ``settings["level_set"]``. The card then says which set and why.
-2. Arms. Every trained arm's overrides become its choice here: ``--model.init_args.lr``, ``--trainer.max_epochs``
-   (the best epoch) and ``--model.init_args.schedule_epochs`` (:data:`MAX_EPOCHS`) (:func:`chosen_overrides`):
-   ``_tunings()`` reads this record's ``grid``, trial count and note instead of ``tuning.json``'s, ``KNOBS`` gains
-   ``schedule_epochs``, and ``tune --apply`` writes coa_compressed's and flat's choices from this record into the
-   two recipes (the published checkpoints are
-   then refit and re-pinned; the recipe's 15-minute budget may stay if the card says the evaluation's fits are
-   longer). ``coa`` (the method's weights with the full context) and ``reference_oracle_coa`` (the same weights
-   with the bot's skill and grounding tokens forced at every step, :func:`~zoo.deepha.evaluate.oracle_episodes`)
-   have no parameter of their own and follow ``coa_compressed``; ``reference_random`` needs no learning.
+2. Arms (wired in :mod:`~zoo.deepha.evaluate`; it takes effect per arm once the arm's grid is complete, so an
+   unfinished tuning changes nothing the protocol trains): :func:`~zoo.deepha.evaluate.plateau_entry` reads the
+   record of the protocol's ``LEVEL_SET`` (None, so no record, until the card is measured with it); every trained
+   arm's overrides then set its chosen ``lr``, ``max_epochs`` (the best epoch) and ``schedule_epochs``
+   (:data:`MAX_EPOCHS`) over ``tuning.json``'s other knobs, and its card record lists this record's rates, trials
+   and note. Left: ``tune --apply`` writes coa_compressed's and flat's choices into the two recipes (the published
+   checkpoints are then refit and re-pinned; the recipe's 15-minute budget may stay if the card says the
+   evaluation's fits are longer). ``coa`` (the method's weights with the full context) and ``reference_oracle_coa``
+   (the same weights with the bot's skill and grounding tokens forced at every step,
+   :func:`~zoo.deepha.evaluate.oracle_episodes`) have no parameter of their own and follow ``coa_compressed``;
+   ``reference_random`` needs no learning.
 3. Gates (kind ``headroom``, every seed; :func:`~zoo.deepha.evaluate.gates` as it stands): flat >= 0.5 on each
    multi-step level of the level set, one value per level and seed; ``reference_oracle_coa`` - flat >= 0.10 on
    ``success_multistep``. Each failure is stated on the card with the per-level numbers.
@@ -73,7 +75,7 @@ from pathlib import Path
 import lightning.pytorch as pl
 
 from zoo.common.records import file_lock, read_record, write_record
-from zoo.deepha.evaluate import ARM_SWITCH, RECIPES, TRAINED, recipe_of, tuned_overrides
+from zoo.deepha.evaluate import ARM_SWITCH, RECIPES, TRAINED, plateau_file, recipe_of, tuned_overrides
 from zoo.eval.grid import extend_past_edge
 
 TUNE_SEED = 100  # the seed of zoo.deepha.tune (no evaluation seed uses it)
@@ -108,10 +110,10 @@ NOTE = (
 
 def record_file(level_set: str = "default", dry: bool = False) -> Path:
     """``zoo/deepha/tuning_plateau.json`` (``tuning_plateau_<set>.json`` for another level set)."""
-    suffix = "" if level_set == "default" else f"_{level_set}"
     if dry:
+        suffix = "" if level_set == "default" else f"_{level_set}"
         return DRY_RUN_FILE.with_name(f"{DRY_RUN_FILE.stem}{suffix}.json")
-    return Path(__file__).with_name(f"tuning_plateau{suffix}.json")
+    return plateau_file(level_set)
 
 
 def rule(dry: bool = False) -> dict:
