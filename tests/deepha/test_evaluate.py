@@ -50,7 +50,7 @@ def test_a_complete_plateau_tuning_sets_lr_epochs_and_schedule_and_an_unfinished
 
 def test_every_arm_carries_its_switch_and_tuned_values():
     for arm in E.TRAINED:
-        plateau = E.plateau_entry(arm).get("chosen")
+        plateau = E.plateau_entry(arm, E.plateau_record(E.LEVEL_SET)).get("chosen")
         expected = (*E.ARM_SWITCH.get(arm, ()), *E.tuned_overrides(arm, plateau=plateau))
         assert tuple(E.PROTOCOL.arm(arm).overrides) == expected, arm
     assert E.PROTOCOL.arm("coa").overrides == E.PROTOCOL.arm("coa_compressed").overrides

@@ -61,19 +61,20 @@ def plateau_file(name: str = "default") -> Path:
     return Path(__file__).with_name("tuning_plateau.json" if name == "default" else f"tuning_plateau_{name}.json")
 
 
-def plateau_entry(arm: str, name: str | None = LEVEL_SET, record: dict | None = None) -> dict:
-    """``arm``'s entry of the plateau record of level set ``name`` once its grid is complete (every planned rate
-    run, the best one interior), else {}: an unfinished tuning never changes what the protocol trains (nor does any
-    while ``name`` is None)."""
-    if name is None and record is None:
-        return {}
-    record = read_record(plateau_file(name)) if record is None else record
+def plateau_record(name: str | None) -> dict:
+    """The plateau tuning's record of level set ``name`` ({} for None, or before its first trial)."""
+    return read_record(plateau_file(name)) if name else {}
+
+
+def plateau_entry(arm: str, record: dict) -> dict:
+    """``arm``'s entry of a plateau record once its grid is complete (every planned rate run, the best one
+    interior), else {}: an unfinished tuning never changes what the protocol trains."""
     entry = record.get("arms", {}).get(arm, {})
     return entry if entry.get("complete") else {}
 
 
 def _tunings() -> dict[str, Tuning]:
-    record, plateau = tuning_record(), read_record(plateau_file(LEVEL_SET)) if LEVEL_SET else {}
+    record, plateau = tuning_record(), plateau_record(LEVEL_SET)
     out = {}
     for arm in TRAINED:
         entry, tuned = record.get("arms", {}).get(arm), plateau_entry(arm, record=plateau)
@@ -139,7 +140,7 @@ def _trained(name: str, fit_of: str | None = None, **kwargs) -> Arm:
     """A timed arm whose model is ``fit_of``'s recipe fit (its arm switch and tuned values, the plateau's where its
     tuning is complete) or published weights."""
     fit_of = fit_of or name
-    plateau = plateau_entry(fit_of).get("chosen")
+    plateau = plateau_entry(fit_of, plateau_record(LEVEL_SET)).get("chosen")
     overrides = (*ARM_SWITCH.get(fit_of, ()), *tuned_overrides(fit_of, plateau=plateau))
     return Arm(name, overrides=overrides, timed=True, **kwargs)
 

@@ -43,7 +43,7 @@ published card must stay what its pieces make):
    :func:`~zoo.deepha.evaluate.score_policy`, :func:`~zoo.deepha.evaluate.score_oracle` and
    :func:`~zoo.deepha.evaluate.gates` already read ``settings["level_set"]``. The card then says which set and why.
 2. Arms (wired in :mod:`~zoo.deepha.evaluate`; it takes effect per arm once the arm's grid is complete, so an
-   unfinished tuning changes nothing the protocol trains): :func:`~zoo.deepha.evaluate.plateau_entry` reads the
+   unfinished tuning changes nothing the protocol trains): :func:`~zoo.deepha.evaluate.plateau_record` reads the
    record of the protocol's ``LEVEL_SET`` (None, so no record, until the card is measured with it); every trained
    arm's overrides then set its chosen ``lr``, ``max_epochs`` (the best epoch) and ``schedule_epochs``
    (:data:`MAX_EPOCHS`) over ``tuning.json``'s other knobs, and its card record lists this record's rates, trials
