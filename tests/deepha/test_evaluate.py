@@ -13,7 +13,7 @@ from zoo.eval.result import assemble
 
 def test_tuned_overrides_only_name_what_differs_from_the_recipe():
     recipe = "recipes/deepha/babyai.yaml"
-    values = E._recipe_values(recipe)
+    values = E.recipe_values(recipe)
     assert set(values) == {*E.KNOBS, *E.SCHEDULE_KNOB} and all(values[k] is not None for k in E.KNOBS)
     record = {"arms": {"decoupled": {"chosen": {**values, "lr": values["lr"] * 3}}}}
     assert E.tuned_overrides("decoupled", recipe, record) == [f"--model.init_args.lr={values['lr'] * 3}"]
@@ -118,7 +118,7 @@ def test_tune_trials_are_equal_per_arm(arm):
 
     trials = [tune.effective(arm, t) for t in tune.TRIALS]
     assert len(trials) == len(tune.TRIALS) == 4 and trials[0] == {}
-    recipe = E._recipe_values(tune.recipe_of(arm))
+    recipe = E.recipe_values(tune.recipe_of(arm))
     for trial in trials[1:]:  # each departure is one knob, set to the value the recipe does not hold
         assert all(v in tune.ALTERNATIVES[k] and v != recipe[k] for k, v in trial.items())
     if arm == "flat":  # the drop trial is the recipe trial: one fit, counted once per trial

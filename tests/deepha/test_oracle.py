@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from zoo.deepha import evaluate as E
+from zoo.deepha import oracle as O
 from zoo.deepha.demos import bot_episode, make_env, reset, split_seed
 from zoo.eval.result import assemble
 
@@ -18,7 +19,7 @@ class Heads:
 
 
 def test_forcing_decoder_forces_rows_with_a_value_and_leaves_the_others():
-    forcing = E.ForcingDecoder(Heads())
+    forcing = O.ForcingDecoder(Heads())
     hidden = torch.tensor([[0.0, 5.0, 1.0], [3.0, 0.0, 1.0], [0.0, 0.0, 9.0]])
     assert forcing.logits(hidden, 2).argmax(-1).tolist() == [1, 0, 2]  # nothing forced: the decoder's own
     forcing.forced = {2: [2, -1, 0]}
@@ -43,7 +44,7 @@ def test_bot_tokens_equal_the_demo_labels_when_the_agent_follows_the_bot(level):
         bot = BabyAIBot(env)
         known, actions = None, []
         for t in range(len(demo["motor"])):
-            skill, gnd, action, end = E.bot_tokens(env, bot, None, known if keep else None)
+            skill, gnd, action, end = O.bot_tokens(env, bot, None, known if keep else None)
             known = (skill, end)
             assert skill == tuple(int(v) for v in demo["skills"][t]), (keep, t)
             assert gnd == tuple(int(v) for v in demo["grounding"][t]), (keep, t)
@@ -59,10 +60,10 @@ def test_bot_tokens_follow_an_agent_that_deviates():
     env = make_env("GoToLocal")
     reset(env, split_seed("validation", "GoToLocal", 0))
     bot = BabyAIBot(env)
-    _, _, suggested, _ = E.bot_tokens(env, bot, None)
+    _, _, suggested, _ = O.bot_tokens(env, bot, None)
     other = 0 if suggested != 0 else 1  # turn the other way
     env.step(other)
-    skill, gnd, _, _ = E.bot_tokens(env, bot, other)
+    skill, gnd, _, _ = O.bot_tokens(env, bot, other)
     assert all(-12 <= g <= 12 for g in gnd) and skill[0] != 0  # a plan, not "none"
 
 
@@ -98,3 +99,45 @@ def test_gates_hold_only_when_every_level_and_seed_holds():
     close = {**oracle, 2: tuple(v + 0.05 for v in good[2])}  # one seed's oracle only 5 points above flat
     gate = _result(good, close)["headroom_oracle_coa_above_flat"]
     assert not gate["holds"] and gate["value"] == pytest.approx(0.05)
+
+
+def test_the_oracle_rollout_feeds_the_bots_tokens_not_the_models(monkeypatch):
+    """A toy CoA model whose own grounding is always -12 forward (never the bot's in a local room): every step the
+    policy puts in its context carries the bot's skill and grounding tokens."""
+    from zoo.deepha import agent
+    from zoo.deepha.demos import split_seed
+    from zoo.deepha.module import DeepHAModule
+    from zoo.deepha.vocab import GND_F, GND_MAX, GND_R, SKILL
+
+    torch.manual_seed(0)
+    model = DeepHAModule(arm="coa", d_model=32, n_layer=1, n_head=2, max_len=1024).eval()
+    with torch.no_grad():
+        head = model.decoder.heads[str(GND_F)]
+        head.weight.zero_()
+        head.bias.fill_(-10.0)
+        head.bias[0] = 10.0  # the model's own choice: offset -12
+    given, policies = [], []
+
+    original = O.bot_tokens
+
+    def recording_bot_tokens(*args, **kwargs):
+        given.append(original(*args, **kwargs))
+        return given[-1]
+
+    monkeypatch.setattr(O, "bot_tokens", recording_bot_tokens)
+
+    class Recording(agent.BatchPolicy):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            policies.append(self)
+
+    monkeypatch.setattr(agent, "BatchPolicy", Recording)
+    seed = split_seed("validation", "GoToLocal", 1)
+    runs = O.oracle_episodes(model, "GoToLocal", [seed], horizon=6, window=4)
+    steps = policies[0].steps[0]
+    assert runs[0]["bot_failed"] == 0.0 and len(steps) == runs[0]["steps"] == len(given)
+    for step, (skill, gnd, _, _) in zip(steps, given, strict=True):
+        tokens = dict(step)
+        assert tuple(tokens[k] for k in SKILL) == skill
+        assert (tokens[GND_F] - GND_MAX, tokens[GND_R] - GND_MAX) == gnd
+    assert any(dict(step)[GND_F] != 0 for step in steps)  # the model's own value would be 0 (-12) everywhere

@@ -1,7 +1,7 @@
-"""Plateau tuning (issue #71): the stopping rule, the grid extension, the record, the schedule replay, level sets and
-the oracle rollout on a toy model."""
+"""Plateau tuning (issue #71): the stopping rule, the grid extension, the record, the schedule replay, level sets."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -40,11 +40,32 @@ def test_the_grid_runs_first_then_grows_past_the_edge_the_best_sits_on():
     assert T.planned_rates(bottom, grid) == [5e-4, *grid]
     assert T.planned_rates(bottom, grid, limits=(1e-3, 1.0)) == list(grid)  # not past the limit
     assert T.choose([_trial(1e-3, 0.6), _trial(2e-3, 0.6)])["lr"] == 1e-3  # ties: the smaller rate
-    assert T.chosen_overrides(_trial(2e-3, 0.6, epoch=12), 30) == [
-        "--model.init_args.lr=0.002",
-        "--trainer.max_epochs=12",
-        "--model.init_args.schedule_epochs=30",
-    ]
+
+
+def test_a_trials_key_ignores_the_knobs_it_sets_and_the_recipes_comments(tmp_path, monkeypatch):
+    """``tune --apply`` writes the chosen lr and epochs into the recipe: the trials stay; another recipe value or
+    another fixed knob (p_noise from tuning.json) makes other trials."""
+    from zoo.deepha import evaluate as E
+
+    recipe = tmp_path / "flat.yaml"
+    text = Path(E.RECIPES["flat"]).read_text()
+    recipe.write_text(text)
+    monkeypatch.setitem(E.RECIPES, "flat", str(recipe))
+    key = T.trial_key("flat", 1.5e-3, "default", False)
+    assert T.trial_key("flat", 3e-3, "default", False) != key
+    assert T.trial_key("flat", 1.5e-3, "two_step", False) != key
+    applied = text.replace("max_epochs: 8 ", "max_epochs: 14 ").replace("lr: 0.003 ", "lr: 0.0015 ")
+    assert applied != text
+    recipe.write_text(applied.replace("seed_everything: 0", "seed_everything: 0  # a new comment"))
+    assert T.trial_key("flat", 1.5e-3, "default", False) == key
+    recipe.write_text(text.replace("d_model: 128", "d_model: 64"))
+    assert T.trial_key("flat", 1.5e-3, "default", False) != key
+    recipe.write_text(text)
+    record = E.tuning_record()
+    flat = record["arms"]["flat"]
+    monkeypatch.setattr(E, "tuning_record", lambda: {**record, "arms": {"flat": {**flat, "chosen": {**flat["chosen"],
+                        "p_noise": 0.5}}}})  # fmt: skip
+    assert T.trial_key("flat", 1.5e-3, "default", False) != key
 
 
 def _finished(arm, lr, score, dry=True, stopped="plateau"):
@@ -196,46 +217,3 @@ def test_the_evaluation_reads_the_level_set_from_the_settings_and_defaults_to_to
 
 
 # ---------------------------------------------------------------------------------------------------- the oracle
-
-
-def test_the_oracle_rollout_feeds_the_bots_tokens_not_the_models(monkeypatch):
-    """A toy CoA model whose own grounding is always -12 forward (never the bot's in a local room): every step the
-    policy puts in its context carries the bot's skill and grounding tokens."""
-    from zoo.deepha import agent
-    from zoo.deepha import evaluate as E
-    from zoo.deepha.demos import split_seed
-    from zoo.deepha.module import DeepHAModule
-    from zoo.deepha.vocab import GND_F, GND_MAX, GND_R, SKILL
-
-    torch.manual_seed(0)
-    model = DeepHAModule(arm="coa", d_model=32, n_layer=1, n_head=2, max_len=1024).eval()
-    with torch.no_grad():
-        head = model.decoder.heads[str(GND_F)]
-        head.weight.zero_()
-        head.bias.fill_(-10.0)
-        head.bias[0] = 10.0  # the model's own choice: offset -12
-    given, policies = [], []
-
-    original = E.bot_tokens
-
-    def recording_bot_tokens(*args, **kwargs):
-        given.append(original(*args, **kwargs))
-        return given[-1]
-
-    monkeypatch.setattr(E, "bot_tokens", recording_bot_tokens)
-
-    class Recording(agent.BatchPolicy):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            policies.append(self)
-
-    monkeypatch.setattr(agent, "BatchPolicy", Recording)
-    seed = split_seed("validation", "GoToLocal", 1)
-    runs = E.oracle_episodes(model, "GoToLocal", [seed], horizon=6, window=4)
-    steps = policies[0].steps[0]
-    assert runs[0]["bot_failed"] == 0.0 and len(steps) == runs[0]["steps"] == len(given)
-    for step, (skill, gnd, _, _) in zip(steps, given, strict=True):
-        tokens = dict(step)
-        assert tuple(tokens[k] for k in SKILL) == skill
-        assert (tokens[GND_F] - GND_MAX, tokens[GND_R] - GND_MAX) == gnd
-    assert any(dict(step)[GND_F] != 0 for step in steps)  # the model's own value would be 0 (-12) everywhere

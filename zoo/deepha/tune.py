@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from zoo.deepha.evaluate import ARM_SWITCH, KNOBS, RECIPES, TRAINED, TUNING_FILE, _recipe_values, recipe_of
+from zoo.deepha.evaluate import ARM_SWITCH, KNOBS, RECIPES, TRAINED, TUNING_FILE, recipe_of, recipe_values
 
 TUNE_SEED = 100
 EPISODES = 50  # validation episodes per training level (the protocol)
@@ -63,7 +63,7 @@ def effective(arm: str, trial: dict) -> dict:
         if knob == "p_drop" and arm in NO_DROPS:
             continue
         if value is None:
-            have = _recipe_values(recipe_of(arm))[knob]
+            have = recipe_values(recipe_of(arm))[knob]
             value = next(v for v in ALTERNATIVES[knob] if v != have)
         out[knob] = value
     return out
@@ -155,7 +155,7 @@ def main(workers: int = 2, dry: bool = False, arms=ARMS) -> dict:
         raise SystemExit("a tuning worker failed (its trials done so far are kept in runs/deepha-tune/)")
     record = {"grid": {}, "seed": TUNE_SEED, "episodes": EPISODES, "note": NOTE.format(episodes=EPISODES), "arms": {}}
     for arm in arms:
-        base = _recipe_values(recipe_of(arm))
+        base = recipe_values(recipe_of(arm))
         trials = [run_trial(arm, effective(arm, trial), dry) for trial in TRIALS]
         # Rounded: a mean of success counts, so equal counts are a tie however the floats were summed.
         best = max(range(len(trials)), key=lambda i: (round(trials[i]["success_all"], 9), -i))

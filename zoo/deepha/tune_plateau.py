@@ -20,8 +20,9 @@ uses it); the test split is never read.
 Two one-thread worker processes share the trials. Every finished trial is written into the record at once (under
 a lock), so a run that stops keeps its trials and the next run resumes with the missing ones; ``--status`` prints
 how far the record got and the estimated core-hours (done and left) without running anything. A trial is keyed by
-the recipes' texts, the level set, the arm, the learning rate and the rule's constants: a trial of other recipes
-stays in the file but is not used. ``--level-set two_step`` tunes on :data:`~zoo.deepha.demos.LEVEL_SETS`'s
+what it trains besides the knobs it sets (:func:`trial_key`), the level set, the arm, the learning rate and the
+rule's constants: a trial of another recipe stays in the file but is not used, while writing the chosen values into
+the recipes keeps every trial. ``--level-set two_step`` tunes on :data:`~zoo.deepha.demos.LEVEL_SETS`'s
 two-step set into ``tuning_plateau_two_step.json``. ``--dry-run`` runs toy-size trials into
 ``runs/deepha-tune-plateau-dry.json`` (a check of the script, not a tuning).
 
@@ -75,7 +76,17 @@ from pathlib import Path
 import lightning.pytorch as pl
 
 from zoo.common.records import file_lock, read_record, write_record
-from zoo.deepha.evaluate import ARM_SWITCH, RECIPES, TRAINED, plateau_file, recipe_of, tuned_overrides
+from zoo.deepha.evaluate import (
+    ARM_SWITCH,
+    KNOBS,
+    SCHEDULE_KNOB,
+    TRAINED,
+    plateau_file,
+    recipe_config,
+    recipe_of,
+    tuned_overrides,
+    tuned_values,
+)
 from zoo.eval.grid import extend_past_edge
 
 TUNE_SEED = 100  # the seed of zoo.deepha.tune (no evaluation seed uses it)
@@ -86,6 +97,8 @@ PATIENCE = 3  # checks in a row without improvement that end a trial
 LR_GRID = (7.5e-4, 1.5e-3, 3e-3, 6e-3)
 LR_LIMITS = (1e-4, 5e-2)  # the grid is extended past its edges within these
 ARMS = TRAINED
+LEVEL_SET_KEY = "data.init_args.level_set"  # in the key as the trial's level set, whatever sets it
+SET_BY_TRIAL = ("lr", "max_epochs", "schedule_epochs")  # the knobs every trial sets itself
 #: Seconds per training epoch and per check (50 episodes x 5 levels) on one thread, from tuning.json's 8-epoch fits.
 COST = {
     "coa_compressed": (78.0, 68.0),
@@ -158,15 +171,6 @@ def choose(trials: list[dict]) -> dict | None:
     return max(scored, key=lambda t: (round(t["best"]["success_all"], 9), -t["lr"]))
 
 
-def chosen_overrides(trial: dict, max_epochs: int = MAX_EPOCHS) -> list[str]:
-    """LightningCLI arguments that replay a trial's best epoch (its learning rate, schedule span and epoch)."""
-    return [
-        f"--model.init_args.lr={trial['lr']}",
-        f"--trainer.max_epochs={trial['best']['epoch']}",
-        f"--model.init_args.schedule_epochs={max_epochs}",
-    ]
-
-
 # ---------------------------------------------------------------------------------------------------- scoring
 
 
@@ -232,11 +236,21 @@ class PlateauCheck(pl.Callback):
 
 
 def trial_key(arm: str, lr: float, level_set: str, dry: bool) -> str:
-    """The digest that identifies a trial (recipes' texts, level set, arm, learning rate, the rule, the seed)."""
+    """The digest that identifies a trial: what it trains besides the knobs it sets (the arm's recipe without the
+    tuning knobs' keys, and the values it trains with of the other knobs), the arm, learning rate, level set, rule
+    and seed. Writing the chosen values into a recipe (``tune --apply``) or editing its comments keeps the trials."""
     from zoo.eval.store import digest
 
-    recipes = [Path(p).read_text() for p in RECIPES.values()]
-    return digest([arm, lr, level_set, rule(dry), TUNE_SEED, recipes, tuned_overrides(arm), dry])[:16]
+    config = recipe_config(recipe_of(arm))
+    for key in (*KNOBS.values(), *SCHEDULE_KNOB.values(), LEVEL_SET_KEY):
+        *parents, leaf = key.split(".")
+        node = config
+        for part in parents:
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        if isinstance(node, dict):
+            node.pop(leaf, None)
+    fixed = {k: v for k, v in tuned_values(arm).items() if k not in SET_BY_TRIAL}
+    return digest([arm, lr, level_set, rule(dry), TUNE_SEED, config, fixed, ARM_SWITCH.get(arm, ()), dry])[:16]
 
 
 def fit_args(arm: str, lr: float, level_set: str, dry: bool) -> list[str]:
@@ -246,7 +260,7 @@ def fit_args(arm: str, lr: float, level_set: str, dry: bool) -> list[str]:
     args = [*ARM_SWITCH.get(arm, ()), *kept, f"--model.init_args.lr={lr}", f"--trainer.max_epochs={max_epochs}"]
     args += [f"--model.init_args.schedule_epochs={max_epochs}", "--model.init_args.num_threads=1"]
     if level_set != "default":
-        args.append(f"--data.init_args.level_set={level_set}")
+        args.append(f"--{LEVEL_SET_KEY}={level_set}")
     return args + (DRY_ARGS if dry else [])
 
 
@@ -318,7 +332,6 @@ def summarise(trials: list[dict], level_set: str, dry: bool, arms=ARMS) -> dict:
                 lr_at_edge=best["lr"] in (min(done), max(done)),
                 epoch_edge=best["stopped"] == "max_epochs",
                 complete=len(mine) == len(rates) and best["lr"] not in (min(done), max(done)),
-                overrides=chosen_overrides(best, rule(dry)["max_epochs"]),
             )  # fmt: skip
         record["arms"][arm] = entry
     record["progress"] = progress(record, level_set, dry, arms)
