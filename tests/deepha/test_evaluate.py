@@ -1,6 +1,7 @@
 """The evaluation's bookkeeping: tuned overrides against the recipes, which fit each arm gets, timed arms, claims."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -151,3 +152,24 @@ def test_validation_success_averages_levels_on_validation_seeds(monkeypatch):
     calls.clear()
     tune.validation_success(Model(), "flat", count=4)
     assert {c[0] for c in calls} == {None}  # full context for every other arm
+
+
+def test_apply_writes_the_plateau_choice_into_copies_of_the_recipes(tmp_path, monkeypatch):
+    """tuning.json's knobs, then a complete plateau entry's lr, epochs and schedule span (a new line); comments
+    stay; an incomplete plateau entry changes nothing."""
+    from zoo.deepha import tune
+
+    for key in ("coa", "flat"):
+        copy = tmp_path / Path(E.RECIPES[key]).name
+        copy.write_text(Path(E.RECIPES[key]).read_text())
+        monkeypatch.setitem(E.RECIPES, key, str(copy))
+    record = E.tuning_record()
+    assert tune.apply_to_recipes(record, plateau={}) == []  # the recipes hold tuning.json's choices
+    chosen = {"lr": 0.0015, "max_epochs": 14, "schedule_epochs": 30}
+    plateau = {"arms": {"flat": {"complete": True, "chosen": chosen}, "coa_compressed": {"chosen": chosen}}}
+    changed = tune.apply_to_recipes(record, plateau=plateau)
+    flat = Path(E.RECIPES["flat"]).read_text()
+    assert [line.split(": ", 1)[1] for line in changed] == ["lr = 0.0015", "max_epochs = 14", "schedule_epochs = 30"]
+    assert E.recipe_values(E.RECIPES["flat"]) | chosen == E.recipe_values(E.RECIPES["flat"])
+    assert "    schedule_epochs: 30  # " in flat and "# every arm the same budget" in flat
+    assert tune.apply_to_recipes(record, plateau=plateau) == []  # idempotent

@@ -26,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+from zoo.deepha import evaluate
 from zoo.deepha.evaluate import ARM_SWITCH, KNOBS, RECIPES, TRAINED, TUNING_FILE, recipe_of, recipe_values
 
 TUNE_SEED = 100
@@ -168,22 +169,41 @@ def main(workers: int = 2, dry: bool = False, arms=ARMS) -> dict:
     return record
 
 
-def apply_to_recipes(record: dict | None = None) -> list[str]:
+def apply_to_recipes(record: dict | None = None, plateau: dict | None = None) -> list[str]:
     """Write the chosen values of ``coa_compressed`` into babyai.yaml and of ``flat`` into flat.yaml (the published
-    recipes), line by line so their comments stay; returns the changed lines."""
+    recipes), line by line so their comments stay (review them: they explain the old values); returns the changed
+    lines.
+
+    Args:
+        record: ``tuning.json``'s record (default: the file).
+        plateau: The plateau record (default: the protocol's level set's, :func:`~zoo.deepha.evaluate.plateau_record`);
+            an arm's complete plateau choice replaces ``tuning.json``'s lr and epochs and adds ``schedule_epochs``
+            (a new line above ``lr`` where the recipe has none).
+    """
     import re
 
-    record = record or json.loads(TUNING_FILE.read_text())
+    record = record or evaluate.tuning_record()
+    plateau = evaluate.plateau_record(evaluate.LEVEL_SET) if plateau is None else plateau
+    keys = {**KNOBS, **evaluate.SCHEDULE_KNOB}
     changed = []
     for arm, recipe in (("coa_compressed", RECIPES["coa"]), ("flat", RECIPES["flat"])):
         path = Path(recipe)
         text = path.read_text()
-        for knob, value in record["arms"][arm]["chosen"].items():
-            name = KNOBS[knob].rsplit(".", 1)[-1]
+        chosen = {**record["arms"][arm]["chosen"], **evaluate.plateau_entry(arm, plateau).get("chosen", {})}
+        for knob, value in chosen.items():
+            name = keys[knob].rsplit(".", 1)[-1]
             pattern = re.compile(rf"^(\s+{name}: )([^\s#]+)", re.MULTILINE)
-            if len(pattern.findall(text)) != 1:
+            found = len(pattern.findall(text))
+            if found == 0 and knob in evaluate.SCHEDULE_KNOB:
+                lr_line = re.compile(r"^(\s+)lr: ", re.MULTILINE)
+                if len(lr_line.findall(text)) != 1:
+                    raise SystemExit(f"{recipe}: expected one line 'lr: ...' to put '{name}' above")
+                line = f"{name}: {value}  # the learning-rate schedule's span in epochs (tune_plateau.py)"
+                new = lr_line.sub(lambda m, line=line: f"{m.group(1)}{line}\n{m.group(0)}", text)
+            elif found != 1:
                 raise SystemExit(f"{recipe}: expected one line '{name}: ...'")
-            new = pattern.sub(lambda m, v=value: f"{m.group(1)}{v}", text)
+            else:
+                new = pattern.sub(lambda m, v=value: f"{m.group(1)}{v}", text)
             if new != text:
                 changed.append(f"{recipe}: {name} = {value}")
             text = new
@@ -198,7 +218,9 @@ if __name__ == "__main__":
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--dry-run", action="store_true", help="toy-size trials into runs/deepha-tune-dry.json")
     parser.add_argument("--arms", nargs="+", default=list(ARMS))
-    parser.add_argument("--apply", action="store_true", help="write tuning.json's choices into the two recipes")
+    parser.add_argument(
+        "--apply", action="store_true", help="write the chosen values (the plateau's where complete) into the recipes"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
