@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo.common.records import read_record
-from zoo.deepha.demos import level_set, make_env, split_seed
+from zoo.deepha.demos import LEVEL_SETS, level_set, make_env, split_seed
 from zoo.eval import Arm, Claim, Protocol, Setting, Step, Tuning, beats, per_seed_values, ratio_of_means
 
 CONTEXT_LEVELS = ("Synth", "GoTo", "BossLevel")
@@ -342,9 +342,25 @@ def score_pretrained(module, limit: int | None = None) -> dict[str, float]:
 STEPS = (
     Step("tune", ("python", "-m", "zoo.deepha.tune"), "validation tuning of the five trained arms (4 trials each, "
          "seed 100) -> zoo/deepha/tuning.json; about 80 min on 2 cores, resumable"),
+    *([Step("tune_plateau", ("python", "-m", "zoo.deepha.tune_plateau", "--level-set", LEVEL_SET), "every trained "
+            "arm's learning rate and epochs to a validation plateau (seed 100) -> " + plateau_file(LEVEL_SET).name +
+            "; 6-12 core-hours, resumable")] if LEVEL_SET else []),
     Step("apply", ("python", "-m", "zoo.deepha.tune", "--apply"), "write the chosen values of coa_compressed and "
          "flat into recipes/deepha/{babyai,flat}.yaml (review the diff)"),
 )  # fmt: skip
+#: The level set as a setting once the protocol trains with the plateau tuning (:data:`LEVEL_SET`).
+LEVEL_SET_SETTING = (
+    {
+        "level_set": Setting(
+            LEVEL_SET,
+            "training levels and their multi-step subset (zoo.deepha.demos.LEVEL_SETS; the plateau tuning's)",
+            choices=tuple(LEVEL_SETS),
+            recipe_keys=("data.init_args.level_set",),
+        )
+    }
+    if LEVEL_SET
+    else {}
+)
 
 PROTOCOL = Protocol(
     method=_trained("coa_compressed"),
@@ -394,6 +410,7 @@ PROTOCOL = Protocol(
             recipe_keys=("data.init_args.episodes_per_level",),
             minimum=1,
         ),
+        **LEVEL_SET_SETTING,
     },
     tuning=_tunings(),
     seed_args=("seed_everything", "model.init_args.seed", "data.init_args.seed"),

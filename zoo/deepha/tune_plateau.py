@@ -39,8 +39,9 @@ published card must stay what its pieces make):
 1. Level set, decided by flat alone first (its four trials cost ~1 core-hour, the five arms' 6-12):
    ``--arms flat`` on each set. If flat's validation success is >= 0.5 on each of PutNextLocal, UnlockLocal
    and Synth, keep ``default``; else tune the ``two_step`` set (``--level-set two_step``) and, if flat reaches 0.5 on
-   each of its multi-step levels (PutNextLocalS5N3, UnlockLocal, OpenTwoDoors), add a protocol Setting
-   ``level_set`` (choices ``LEVEL_SETS``) with that default and ``data.init_args.level_set`` in its recipe keys;
+   each of its multi-step levels (PutNextLocalS5N3, UnlockLocal, OpenTwoDoors), use it. Setting
+   :data:`~zoo.deepha.evaluate.LEVEL_SET` to the chosen set adds the protocol Setting ``level_set`` (that default,
+   ``data.init_args.level_set`` in its recipe keys) and this script as the protocol's ``tune_plateau`` step;
    :func:`~zoo.deepha.evaluate.score_policy`, :func:`~zoo.deepha.evaluate.score_oracle` and
    :func:`~zoo.deepha.evaluate.gates` already read ``settings["level_set"]``. The card then says which set and why.
 2. Arms (wired in :mod:`~zoo.deepha.evaluate`; it takes effect per arm once the arm's grid is complete, so an
@@ -48,11 +49,11 @@ published card must stay what its pieces make):
    record of the protocol's ``LEVEL_SET`` (None, so no record, until the card is measured with it); every trained
    arm's overrides then set its chosen ``lr``, ``max_epochs`` (the best epoch) and ``schedule_epochs``
    (:data:`MAX_EPOCHS`) over ``tuning.json``'s other knobs, and its card record lists this record's rates, trials
-   and note. Left: ``tune --apply`` writes coa_compressed's and flat's choices into the two recipes (the published
+   and note. Then ``tune --apply`` writes coa_compressed's and flat's choices into the two recipes (the published
    checkpoints are then refit and re-pinned; the recipe's 15-minute budget may stay if the card says the
    evaluation's fits are longer). ``coa`` (the method's weights with the full context) and ``reference_oracle_coa``
    (the same weights with the bot's skill and grounding tokens forced at every step,
-   :func:`~zoo.deepha.evaluate.oracle_episodes`) have no parameter of their own and follow ``coa_compressed``;
+   :func:`~zoo.deepha.oracle.oracle_episodes`) have no parameter of their own and follow ``coa_compressed``;
    ``reference_random`` needs no learning.
 3. Gates (kind ``headroom``, every seed; :func:`~zoo.deepha.evaluate.gates` as it stands): flat >= 0.5 on each
    multi-step level of the level set, one value per level and seed; ``reference_oracle_coa`` - flat >= 0.10 on
@@ -60,7 +61,8 @@ published card must stay what its pieces make):
 4. Claims (kind ``paper``, unchanged): ``coa_compressed`` (and ``coa``) >= flat + 0.10 on ``success_multistep``,
    coa >= decoupled, compressed within 2 points of coa at <= 30% of its context, the KV cache >= 1.5x faster with
    identical actions; the card's results lead with CoA against flat, in plain words.
-5. Steps: the protocol's ``tune`` step becomes ``python -m zoo.deepha.tune_plateau`` (then ``--apply`` as now).
+5. Steps: ``tune`` (tuning.json's other knobs), ``tune_plateau`` (with :data:`~zoo.deepha.evaluate.LEVEL_SET`),
+   ``apply``.
 """
 
 from __future__ import annotations
