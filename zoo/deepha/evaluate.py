@@ -54,6 +54,10 @@ LEVEL_SET: str | None = None
 #: The knob the plateau tuning adds: the span of the learning-rate schedule, so a fit stopped at the chosen epoch
 #: replays that epoch of the tuning trial.
 SCHEDULE_KNOB = {"schedule_epochs": "model.init_args.schedule_epochs"}
+#: Every knob a tuning sets (tuning.json's and the plateau's), by its LightningCLI key.
+TUNED_KEYS = {**KNOBS, **SCHEDULE_KNOB}
+#: The data argument that names the level set.
+LEVEL_SET_KEY = "data.init_args.level_set"
 
 
 def plateau_file(name: str = "default") -> Path:
@@ -110,16 +114,31 @@ def recipe_config(recipe: str) -> dict:
     return yaml.safe_load(Path(resolve_recipe(recipe)).read_text())
 
 
+def key_parent(config: dict, key: str) -> tuple[dict, str]:
+    """The dict of a recipe's ``config`` that holds the dotted LightningCLI ``key`` (a new {} where a level is
+    missing), and the key's last part."""
+    *parents, leaf = key.split(".")
+    node = config
+    for part in parents:
+        node = node.get(part, {}) if isinstance(node, dict) else {}
+    return (node if isinstance(node, dict) else {}), leaf
+
+
 def recipe_values(recipe: str) -> dict:
     """The recipe's value of every tuning knob (None where the recipe leaves the module's default)."""
     config = recipe_config(recipe)
     values = {}
-    for knob, key in {**KNOBS, **SCHEDULE_KNOB}.items():
-        node = config
-        for part in key.split("."):
-            node = node.get(part, {}) if isinstance(node, dict) else {}
-        values[knob] = node if node != {} else None
+    for knob, key in TUNED_KEYS.items():
+        parent, leaf = key_parent(config, key)
+        value = parent.get(leaf, {})
+        values[knob] = value if value != {} else None
     return values
+
+
+def chosen_values(arm: str, record: dict | None = None, plateau: dict | None = None) -> dict:
+    """``arm``'s tuned knobs: ``tuning.json``'s choice, under the plateau's (arguments as :func:`tuned_values`)."""
+    record = tuning_record() if record is None else record
+    return {**record.get("arms", {}).get(arm, {}).get("chosen", {}), **(plateau or {})}
 
 
 def tuned_values(arm: str, record: dict | None = None, plateau: dict | None = None) -> dict:
@@ -132,8 +151,7 @@ def tuned_values(arm: str, record: dict | None = None, plateau: dict | None = No
         plateau: The arm's plateau choice (:func:`plateau_entry`'s ``chosen``), which replaces ``tuning.json``'s
             learning rate and epochs; None: ``tuning.json`` alone (what the plateau trials start from).
     """
-    record = tuning_record() if record is None else record
-    return {**recipe_values(recipe_of(arm)), **record.get("arms", {}).get(arm, {}).get("chosen", {}), **(plateau or {})}
+    return {**recipe_values(recipe_of(arm)), **chosen_values(arm, record, plateau)}
 
 
 def tuned_overrides(
@@ -148,11 +166,9 @@ def tuned_overrides(
         record: ``tuning.json``'s record (default: the file).
         plateau: The arm's plateau choice, as for :func:`tuned_values`.
     """
-    record = tuning_record() if record is None else record
-    chosen = {**record.get("arms", {}).get(arm, {}).get("chosen", {}), **(plateau or {})}
+    chosen = chosen_values(arm, record, plateau)
     have = recipe_values(recipe or recipe_of(arm)) if chosen else {}
-    keys = {**KNOBS, **SCHEDULE_KNOB}
-    return [f"--{keys[k]}={v}" for k, v in sorted(chosen.items()) if have.get(k) != v]
+    return [f"--{TUNED_KEYS[k]}={v}" for k, v in sorted(chosen.items()) if have.get(k) != v]
 
 
 def _trained(name: str, fit_of: str | None = None, **kwargs) -> Arm:
@@ -355,7 +371,7 @@ LEVEL_SET_SETTING = (
             LEVEL_SET,
             "training levels and their multi-step subset (zoo.deepha.demos.LEVEL_SETS; the plateau tuning's)",
             choices=tuple(LEVEL_SETS),
-            recipe_keys=("data.init_args.level_set",),
+            recipe_keys=(LEVEL_SET_KEY,),
         )
     }
     if LEVEL_SET

@@ -184,14 +184,15 @@ def apply_to_recipes(record: dict | None = None, plateau: dict | None = None) ->
 
     record = record or evaluate.tuning_record()
     plateau = evaluate.plateau_record(evaluate.LEVEL_SET) if plateau is None else plateau
-    keys = {**KNOBS, **evaluate.SCHEDULE_KNOB}
     changed = []
     for arm, recipe in (("coa_compressed", RECIPES["coa"]), ("flat", RECIPES["flat"])):
+        if arm not in record.get("arms", {}):
+            raise SystemExit(f"{TUNING_FILE.name} has no choice for {arm}: run python -m zoo.deepha.tune first")
         path = Path(recipe)
         text = path.read_text()
-        chosen = {**record["arms"][arm]["chosen"], **evaluate.plateau_entry(arm, plateau).get("chosen", {})}
+        chosen = evaluate.chosen_values(arm, record, evaluate.plateau_entry(arm, plateau).get("chosen"))
         for knob, value in chosen.items():
-            name = keys[knob].rsplit(".", 1)[-1]
+            name = evaluate.TUNED_KEYS[knob].rsplit(".", 1)[-1]
             pattern = re.compile(rf"^(\s+{name}: )([^\s#]+)", re.MULTILINE)
             found = len(pattern.findall(text))
             if found == 0 and knob in evaluate.SCHEDULE_KNOB:

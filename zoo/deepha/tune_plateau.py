@@ -80,9 +80,10 @@ import lightning.pytorch as pl
 from zoo.common.records import file_lock, read_record, write_record
 from zoo.deepha.evaluate import (
     ARM_SWITCH,
-    KNOBS,
-    SCHEDULE_KNOB,
+    LEVEL_SET_KEY,
     TRAINED,
+    TUNED_KEYS,
+    key_parent,
     plateau_file,
     recipe_config,
     recipe_of,
@@ -99,7 +100,6 @@ PATIENCE = 3  # checks in a row without improvement that end a trial
 LR_GRID = (7.5e-4, 1.5e-3, 3e-3, 6e-3)
 LR_LIMITS = (1e-4, 5e-2)  # the grid is extended past its edges within these
 ARMS = TRAINED
-LEVEL_SET_KEY = "data.init_args.level_set"  # in the key as the trial's level set, whatever sets it
 SET_BY_TRIAL = ("lr", "max_epochs", "schedule_epochs")  # the knobs every trial sets itself
 #: Seconds per training epoch and per check (50 episodes x 5 levels) on one thread, from tuning.json's 8-epoch fits.
 COST = {
@@ -244,13 +244,9 @@ def trial_key(arm: str, lr: float, level_set: str, dry: bool) -> str:
     from zoo.eval.store import digest
 
     config = recipe_config(recipe_of(arm))
-    for key in (*KNOBS.values(), *SCHEDULE_KNOB.values(), LEVEL_SET_KEY):
-        *parents, leaf = key.split(".")
-        node = config
-        for part in parents:
-            node = node.get(part, {}) if isinstance(node, dict) else {}
-        if isinstance(node, dict):
-            node.pop(leaf, None)
+    for key in (*TUNED_KEYS.values(), LEVEL_SET_KEY):  # the level set is in the key as the trial's, whatever sets it
+        parent, leaf = key_parent(config, key)
+        parent.pop(leaf, None)
     fixed = {k: v for k, v in tuned_values(arm).items() if k not in SET_BY_TRIAL}
     return digest([arm, lr, level_set, rule(dry), TUNE_SEED, config, fixed, ARM_SWITCH.get(arm, ()), dry])[:16]
 
